@@ -1,0 +1,48 @@
+// The objects behind the opaque aclnn handles, and the conversions the operators need.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aclnn/acl_meta.h"
+#include "kernels/common.h"
+
+struct aclTensor {
+    std::vector<int64_t> view;
+    std::vector<int64_t> strides;
+    std::vector<int64_t> storage;
+    int64_t offset = 0;
+    aclDataType dtype = ACL_DT_UNDEFINED;
+    aclFormat format = ACL_FORMAT_ND;
+    void *data = nullptr;
+    bool numel_overflow = false;  // view numel beyond int64: reported by the operators
+
+    int rank() const { return int(view.size()); }
+    int64_t numel() const;  // meaningless when numel_overflow
+};
+
+struct aclScalar {
+    aclDataType dtype = ACL_DT_UNDEFINED;
+    alignas(8) unsigned char value[8] = {};
+};
+
+struct aclIntArray {
+    std::vector<int64_t> values;
+};
+
+namespace ag {
+
+const char *dtype_name(aclDataType t);            // "DT_FLOAT", ...
+std::string shape_str(const std::vector<int64_t> &shape);  // "[2, 3]"
+std::string dtype_list_str(std::initializer_list<aclDataType> list);
+bool is_float(aclDataType t);                     // f16, bf16, f32, f64
+kern::DType to_kern(aclDataType t);               // for validated dtypes only
+
+// The kernel's view of a validated tensor (rank <= 8): data points at element 0.
+kern::View to_view(const aclTensor &t);
+
+// A scalar's value as double (any numeric dtype).
+double scalar_value(const aclScalar &s);
+
+}  // namespace ag

@@ -1,0 +1,132 @@
+// Kernel-layer basics: element types, conversions, strided views, dtype dispatch and threading.
+// Nothing here knows about aclnn statuses or messages: validation happens before a kernel runs.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace ag::kern {
+
+struct half_t { uint16_t bits; };
+struct bf16_t { uint16_t bits; };
+
+enum class DType { F16, BF16, F32, F64, I32, I64, Bool };
+
+constexpr int kMaxRank = 8;
+
+// A strided view as the kernels see it: `data` points at element 0, strides count elements.
+struct View {
+    char *data = nullptr;
+    DType dtype = DType::F32;
+    int ndim = 0;
+    int64_t shape[kMaxRank] = {};
+    int64_t stride[kMaxRank] = {};
+
+    int64_t numel() const {
+        int64_t n = 1;
+        for (int i = 0; i < ndim; ++i) n *= shape[i];
+        return n;
+    }
+};
+
+// ---- conversions (round to nearest even, NaN kept quiet) ----
+
+inline float bits_to_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline uint32_t float_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+
+inline float half_to_float(uint16_t h) {
+    const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1f) return bits_to_float(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0));
+    if (exp == 0) {
+        if (man == 0) return bits_to_float(sign);
+        // subnormal: value = man * 2^-24, exact in float
+        float f = float(man) * 5.9604644775390625e-8f;
+        return sign ? -f : f;
+    }
+    return bits_to_float(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+inline uint16_t float_to_half(float f) {
+    uint32_t u = float_to_bits(f);
+    const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
+    u &= 0x7fffffffu;
+    if (u >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (u > 0x7f800000u ? 0x200u : 0));
+    if (u >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65520: overflow
+    if (u < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+        // Adding 0.5 makes the FPU round the bits below 2^-24 away, to nearest even.
+        float a = bits_to_float(u) + 0.5f;
+        return uint16_t(sign | uint16_t(float_to_bits(a) - 0x3f000000u));
+    }
+    const uint32_t odd = (u >> 13) & 1u;
+    u += 0xc8000fffu + odd;  // rebias exponent (-112 << 23) and round to nearest even
+    return uint16_t(sign | uint16_t(u >> 13));
+}
+
+inline float bf16_to_float(uint16_t b) { return bits_to_float(uint32_t(b) << 16); }
+
+inline uint16_t float_to_bf16(float f) {
+    uint32_t u = float_to_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return uint16_t(u >> 16);
+}
+
+// double -> float rounded to odd: a second rounding to a format of <= 11 fewer bits
+// (half, bfloat16) then gives the correctly rounded result of the double (one rounding).
+inline float double_to_float_odd(double d) {
+    float f = float(d);
+    if (double(f) != d && !std::isnan(d) && std::isfinite(f)) {
+        uint32_t u = float_to_bits(f);
+        if (std::fabs(double(f)) > std::fabs(d)) --u;  // truncate toward zero
+        f = bits_to_float(u | 1u);
+    }
+    return f;
+}
+
+// ---- typed loads and stores in the compute type ----
+
+template <class T> struct compute_type { using type = float; };
+template <> struct compute_type<double> { using type = double; };
+template <class T> using compute_t = typename compute_type<T>::type;
+
+template <class C> inline C load(const float *p) { return C(*p); }
+template <class C> inline C load(const double *p) { return C(*p); }
+template <class C> inline C load(const half_t *p) { return C(half_to_float(p->bits)); }
+template <class C> inline C load(const bf16_t *p) { return C(bf16_to_float(p->bits)); }
+
+inline void store(float *p, float v) { *p = v; }
+inline void store(float *p, double v) { *p = float(v); }
+inline void store(double *p, float v) { *p = v; }
+inline void store(double *p, double v) { *p = v; }
+inline void store(half_t *p, float v) { p->bits = float_to_half(v); }
+inline void store(half_t *p, double v) { p->bits = float_to_half(double_to_float_odd(v)); }
+inline void store(bf16_t *p, float v) { p->bits = float_to_bf16(v); }
+inline void store(bf16_t *p, double v) { p->bits = float_to_bf16(double_to_float_odd(v)); }
+
+// ---- dtype dispatch: calls f(T{}) with the C++ type of a floating dtype ----
+
+template <class F> inline void dispatch_float(DType t, F &&f) {
+    switch (t) {
+        case DType::F16: f(half_t{}); break;
+        case DType::BF16: f(bf16_t{}); break;
+        case DType::F32: f(float{}); break;
+        case DType::F64: f(double{}); break;
+        default: break;  // validated away before any kernel runs
+    }
+}
+
+// ---- threading ----
+
+// Threads used by kernels; starts at OpenMP's default (OMP_NUM_THREADS or the core count).
+int num_threads();
+void set_num_threads(int n);
+
+// Below this many elements a kernel runs on the calling thread: forking costs more than it saves.
+constexpr int64_t kParallelMin = 1 << 15;
+
+inline int threads_for(int64_t work) { return work < kParallelMin ? 1 : num_threads(); }
+
+}  // namespace ag::kern

@@ -1,0 +1,94 @@
+// Iterating over several strided views of one shape: dims merged where every view allows it,
+// work split into contiguous static ranges so results never depend on the thread count.
+#pragma once
+
+#include <algorithm>
+
+#include <omp.h>
+
+#include "common.h"
+
+namespace ag::kern {
+
+// Shape and per-view strides of an iteration space, outermost dim first.
+template <int N>
+struct Iter {
+    int ndim = 0;
+    int64_t shape[kMaxRank] = {};
+    int64_t stride[N][kMaxRank] = {};
+
+    int64_t numel() const {
+        int64_t n = 1;
+        for (int i = 0; i < ndim; ++i) n *= shape[i];
+        return n;
+    }
+};
+
+// Builds the iteration space of `shape` (rank `ndim`) for N views with the given strides,
+// leaving out dim `skip` (or none when -1): size-1 dims dropped, neighbours merged when
+// stride[i] == stride[i+1] * shape[i+1] holds for every view.
+template <int N>
+Iter<N> make_iter(const int64_t *shape, int ndim, const int64_t *const (&strides)[N], int skip = -1) {
+    Iter<N> it;
+    for (int d = 0; d < ndim; ++d) {
+        if (d == skip || shape[d] == 1) continue;
+        int k = it.ndim;
+        bool merge = k > 0;
+        for (int v = 0; v < N && merge; ++v)
+            merge = it.stride[v][k - 1] == strides[v][d] * shape[d];
+        if (merge) {
+            it.shape[k - 1] *= shape[d];
+            for (int v = 0; v < N; ++v) it.stride[v][k - 1] = strides[v][d];
+        } else {
+            it.shape[k] = shape[d];
+            for (int v = 0; v < N; ++v) it.stride[v][k] = strides[v][d];
+            it.ndim = k + 1;
+        }
+    }
+    return it;
+}
+
+// Walks the element offsets of an Iter from a linear position, last dim fastest.
+template <int N>
+struct Walker {
+    const Iter<N> &it;
+    int64_t idx[kMaxRank] = {};
+    int64_t off[N] = {};
+
+    Walker(const Iter<N> &iter, int64_t pos) : it(iter) {
+        for (int d = it.ndim - 1; d >= 0; --d) {
+            idx[d] = pos % it.shape[d];
+            pos /= it.shape[d];
+            for (int v = 0; v < N; ++v) off[v] += idx[d] * it.stride[v][d];
+        }
+    }
+
+    void next() {
+        for (int d = it.ndim - 1; d >= 0; --d) {
+            for (int v = 0; v < N; ++v) off[v] += it.stride[v][d];
+            if (++idx[d] < it.shape[d]) return;
+            for (int v = 0; v < N; ++v) off[v] -= idx[d] * it.stride[v][d];
+            idx[d] = 0;
+        }
+    }
+};
+
+// Runs f(begin, end) over [0, n) split into one contiguous range per thread. `work` (elements
+// touched) decides whether threads are worth starting at all.
+template <class F>
+void parallel_for(int64_t n, int64_t work, F &&f) {
+    const int t = threads_for(work);
+    if (t <= 1 || n <= 1) {
+        if (n > 0) f(int64_t(0), n);
+        return;
+    }
+#pragma omp parallel num_threads(t)
+    {
+        const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+        const int64_t chunk = (n + nt - 1) / nt;
+        const int64_t b = std::min(n, id * chunk), e = std::min(n, b + chunk);
+        if (b < e) f(b, e);
+    }
+}
+
+}  // namespace ag::kern
