@@ -48,6 +48,20 @@ Iter<N> make_iter(const int64_t *shape, int ndim, const int64_t *const (&strides
     return it;
 }
 
+// `v` seen with shape `shape` (rank `ndim` >= v.ndim) under NumPy broadcasting: missing
+// leading dims and size-1 dims that grow get stride 0. The caller has checked compatibility.
+inline View broadcast_to(const View &v, const int64_t *shape, int ndim) {
+    View r = v;
+    r.ndim = ndim;
+    const int lead = ndim - v.ndim;
+    for (int d = 0; d < ndim; ++d) {
+        const int s = d - lead;
+        r.shape[d] = shape[d];
+        r.stride[d] = (s < 0 || v.shape[s] != shape[d]) ? 0 : v.stride[s];
+    }
+    return r;
+}
+
 // Walks the element offsets of an Iter from a linear position, last dim fastest.
 template <int N>
 struct Walker {
