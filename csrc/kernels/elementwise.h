@@ -1,0 +1,170 @@
+// Elementwise driver, shared by the pointwise kernels (LogSigmoid, Softshrink, KlDiv backward):
+// visits every element of N strided views of one shape, in parallel, in runs along one dim.
+//
+//   for_each_run<N>(views, body)  low level: N views of one shape (broadcast them first with
+//                                 broadcast_to; stride 0 and negative strides are fine) ->
+//                                 body(contig, off, step, n) for runs of n elements.
+//   map<C, O, T...>(out, {in...}, op)
+//                                 typed: out[i] = op(in_0[i], ...), loads converted to the
+//                                 compute type C, the result rounded once into O; inputs are
+//                                 broadcast (NumPy) to out's shape.
+//
+// Every element is computed on its own, so results do not depend on how the work is split:
+// bitwise identical for any thread count. Visiting order is unspecified; a body must not depend
+// on it. `out` may be one of the inputs (the identical view: read and written at the same
+// index); a partial overlap gives undefined results and is rejected by the API layer.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "iter.h"
+
+namespace ag::kern {
+
+// Compute type of an operation over inputs of several element types: double if any of them is
+// double, else float (f16/bf16/f32 compute in float).
+template <class... T>
+using common_compute_t = std::conditional_t<(std::is_same_v<T, double> || ...), double, float>;
+
+namespace detail {
+
+// True when every view has the same strides over its dims of size > 1 and those strides lay
+// the elements out densely (each element exactly once, dims in any order, strides of any sign).
+// Then view k's elements are the flat range [base, base + numel) of element offsets, in the same
+// order for every view; *base is the offset of the lowest address relative to element 0.
+template <int N>
+bool same_dense_layout(const View (&v)[N], int64_t *base) {
+    int64_t st[kMaxRank], sz[kMaxRank];
+    int m = 0;
+    int64_t lo = 0;
+    for (int d = 0; d < v[0].ndim; ++d) {
+        if (v[0].shape[d] == 1) continue;
+        for (int k = 1; k < N; ++k)
+            if (v[k].stride[d] != v[0].stride[d]) return false;
+        const int64_t s = v[0].stride[d];
+        if (s < 0) lo += (v[0].shape[d] - 1) * s;
+        st[m] = s < 0 ? -s : s;
+        sz[m++] = v[0].shape[d];
+    }
+    // insertion sort by |stride| (rank <= 8); dense means 1, n0, n0*n1, ...
+    for (int i = 1; i < m; ++i)
+        for (int j = i; j > 0 && st[j] < st[j - 1]; --j) {
+            std::swap(st[j], st[j - 1]);
+            std::swap(sz[j], sz[j - 1]);
+        }
+    int64_t expect = 1;
+    for (int i = 0; i < m; ++i) {
+        if (st[i] != expect) return false;
+        expect *= sz[i];
+    }
+    *base = lo;
+    return true;
+}
+
+}  // namespace detail
+
+// Calls body(contig, off, step, n) for runs of n consecutive elements along one dim, where for
+// view k the run's elements sit at element offsets off[k] + i * step[k], i in [0, n), from
+// views[k].data. `contig` is std::true_type when every step is 1 (loops over it vectorize),
+// else std::false_type. All views must have views[0]'s shape; numel() == 0 calls nothing.
+//
+// Fast path: all views dense with the same strides (C order, F order, any permutation, reversed
+// dims) -> one flat run per thread. Otherwise dims are ordered by views[0]'s |stride|, largest
+// first (views[0], conventionally the output, is then written as sequentially as its layout
+// allows), merged with make_iter, and walked with Walker; the innermost merged dim is the run.
+// The element range [0, numel) is split into one contiguous range per thread (parallel_for), so
+// a single long strided dim is parallel too.
+template <int N, class Body>
+void for_each_run(const View (&views)[N], Body &&body) {
+    const View &v0 = views[0];
+    const int64_t numel = v0.numel();
+    if (numel == 0) return;
+    const int64_t work = numel * N;
+    int64_t base = 0;
+    if (detail::same_dense_layout(views, &base)) {
+        parallel_for(numel, work, [&](int64_t b, int64_t e) {
+            int64_t off[N], step[N];
+            for (int k = 0; k < N; ++k) off[k] = base + b, step[k] = 1;
+            body(std::true_type{}, off, step, e - b);
+        });
+        return;
+    }
+    int order[kMaxRank];
+    for (int d = 0; d < v0.ndim; ++d) order[d] = d;
+    std::stable_sort(order, order + v0.ndim, [&](int a, int b) {
+        const int64_t sa = v0.stride[a] < 0 ? -v0.stride[a] : v0.stride[a];
+        const int64_t sb = v0.stride[b] < 0 ? -v0.stride[b] : v0.stride[b];
+        return sa > sb;
+    });
+    int64_t shape[kMaxRank], strides[N][kMaxRank];
+    const int64_t *sp[N];
+    for (int d = 0; d < v0.ndim; ++d) {
+        shape[d] = v0.shape[order[d]];
+        for (int k = 0; k < N; ++k) strides[k][d] = views[k].stride[order[d]];
+    }
+    for (int k = 0; k < N; ++k) sp[k] = strides[k];
+    const Iter<N> it = make_iter<N>(shape, v0.ndim, sp);
+    // it.ndim >= 1 here: a single element (no dim of size > 1) takes the fast path.
+    const int in = it.ndim - 1;
+    const int64_t inner = it.shape[in];
+    int64_t step[N];
+    bool unit = true;
+    for (int k = 0; k < N; ++k) {
+        step[k] = it.stride[k][in];
+        unit = unit && step[k] == 1;
+    }
+    Iter<N> outer = it;
+    outer.ndim = in;
+    parallel_for(numel, work, [&](int64_t b, int64_t e) {
+        int64_t j = b % inner;
+        Walker<N> w(outer, b / inner);
+        for (int64_t pos = b; pos < e; w.next()) {
+            const int64_t n = std::min(inner - j, e - pos);
+            int64_t off[N];
+            for (int k = 0; k < N; ++k) off[k] = w.off[k] + j * step[k];
+            if (unit)
+                body(std::true_type{}, off, step, n);
+            else
+                body(std::false_type{}, off, step, n);
+            pos += n;
+            j = 0;
+        }
+    });
+}
+
+namespace detail {
+
+template <class C, class O, class... T, class Op, std::size_t... K>
+void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op) {
+    constexpr int N = 1 + int(sizeof...(T));
+    O *const o = reinterpret_cast<O *>(out.data);
+    const std::tuple<const T *...> src{reinterpret_cast<const T *>(in[K].data)...};
+    const View v[N] = {out, broadcast_to(in[K], out.shape, out.ndim)...};
+    for_each_run<N>(v, [&](auto contig, const int64_t *off, const int64_t *step, int64_t n) {
+        O *const po = o + off[0];
+        const std::tuple<const T *...> p{std::get<K>(src) + off[K + 1]...};
+        if constexpr (decltype(contig)::value) {
+            for (int64_t i = 0; i < n; ++i) store(po + i, op(load<C>(std::get<K>(p) + i)...));
+        } else {
+            for (int64_t i = 0; i < n; ++i)
+                store(po + i * step[0], op(load<C>(std::get<K>(p) + i * step[K + 1])...));
+        }
+    });
+}
+
+}  // namespace detail
+
+// out[i] = op(load<C>(in[0][i]), load<C>(in[1][i]), ...), stored (rounded once) as O, where
+// in[k] (element type T_k) is broadcast to out's shape. op takes and returns C; keep it free of
+// branches the compiler cannot turn into selects so that the contiguous loop vectorizes.
+// Example: map<float, float, half_t, half_t>(out, {g, x}, [](float g, float x) { ... });
+template <class C, class O, class... T, class Op>
+void map(const View &out, const View (&in)[sizeof...(T)], Op op) {
+    detail::map_impl<C, O, T...>(std::index_sequence_for<T...>{}, out, in, op);
+}
+
+}  // namespace ag::kern
