@@ -1,0 +1,299 @@
+#include "common.h"
+
+#include "ascendgrad/ascendgrad.h"
+
+namespace agpy {
+namespace {
+
+py::module_ &numpy() {
+    static py::module_ np = py::module_::import("numpy");
+    return np;
+}
+
+int flags(const py::array &a) { return py::detail::array_proxy(a.ptr())->flags; }
+
+bool usable_in_place(const py::array &a) {
+    const char order = a.dtype().byteorder();
+    if (order == '>') return false;  // byte-swapped: the kernels read native values
+    if (!(flags(a) & py::detail::npy_api::NPY_ARRAY_ALIGNED_)) return false;
+    for (py::ssize_t i = 0; i < a.ndim(); ++i)
+        if (a.strides(i) % a.itemsize()) return false;
+    return true;
+}
+
+struct PyScalar {
+    aclScalar *s = nullptr;
+    aclDataType dtype = ACL_DT_UNDEFINED;
+    double value = 0;
+    ~PyScalar() { aclDestroyScalar(s); }
+};
+
+struct PyStream {
+    aclrtStream handle = nullptr;
+    std::vector<py::object> pending;  // what queued work reads or writes, until synchronize
+    PyStream() {
+        if (aclrtCreateStream(&handle) != ACL_SUCCESS) raise_status(ACLNN_ERR_RUNTIME_ERROR);
+    }
+    ~PyStream() { close(); }
+    void close() {
+        if (handle) {
+            py::gil_scoped_release nogil;
+            aclrtDestroyStream(handle);  // waits for the queued work
+        }
+        handle = nullptr;
+        pending.clear();
+    }
+    int synchronize() {
+        if (!handle) return ACLNN_ERR_PARAM_INVALID;
+        int s;
+        {
+            py::gil_scoped_release nogil;
+            s = aclrtSynchronizeStream(handle);
+        }
+        pending.clear();
+        return s;
+    }
+};
+
+}  // namespace
+
+void raise_status(int status) {
+    const char *msg = aclGetRecentErrMsg();
+    throw AclnnFailure(status, msg ? msg : "aclnn call failed with status " + std::to_string(status));
+}
+
+py::dtype bfloat16_dtype() {
+    static py::dtype dt = py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16"));
+    return dt;
+}
+
+aclDataType acl_dtype(const py::dtype &dt) {
+    const int size = int(dt.itemsize());
+    switch (dt.kind()) {
+        case 'f': return size == 2 ? ACL_FLOAT16 : size == 4 ? ACL_FLOAT : size == 8 ? ACL_DOUBLE : ACL_DT_UNDEFINED;
+        case 'i': return size == 1 ? ACL_INT8 : size == 2 ? ACL_INT16 : size == 4 ? ACL_INT32 : ACL_INT64;
+        case 'u': return size == 1 ? ACL_UINT8 : size == 2 ? ACL_UINT16 : size == 4 ? ACL_UINT32 : ACL_UINT64;
+        case 'b': return ACL_BOOL;
+        case 'c': return size == 8 ? ACL_COMPLEX64 : ACL_COMPLEX128;
+        default: break;
+    }
+    if (dt.num() == bfloat16_dtype().num()) return ACL_BF16;
+    return ACL_DT_UNDEFINED;
+}
+
+py::dtype np_dtype(aclDataType t) {
+    switch (t) {
+        case ACL_FLOAT16: return py::dtype("float16");
+        case ACL_FLOAT: return py::dtype("float32");
+        case ACL_DOUBLE: return py::dtype("float64");
+        case ACL_BF16: return bfloat16_dtype();
+        case ACL_INT8: return py::dtype("int8");
+        case ACL_INT16: return py::dtype("int16");
+        case ACL_INT32: return py::dtype("int32");
+        case ACL_INT64: return py::dtype("int64");
+        case ACL_UINT8: return py::dtype("uint8");
+        case ACL_UINT16: return py::dtype("uint16");
+        case ACL_UINT32: return py::dtype("uint32");
+        case ACL_UINT64: return py::dtype("uint64");
+        case ACL_BOOL: return py::dtype("bool");
+        case ACL_COMPLEX64: return py::dtype("complex64");
+        case ACL_COMPLEX128: return py::dtype("complex128");
+        default: throw py::value_error("aclDataType " + std::to_string(int(t)) + " has no NumPy equivalent");
+    }
+}
+
+TensorRef::TensorRef(py::array a) : a_(std::move(a)) {
+    const aclDataType dt = acl_dtype(a_.dtype());
+    if (dt == ACL_DT_UNDEFINED)
+        throw py::type_error("arrays of dtype " + py::str(a_.dtype()).cast<std::string>() + " are not supported");
+    const int nd = int(a_.ndim());
+    const int64_t es = a_.itemsize();
+    std::vector<int64_t> shape(nd), strides(nd);
+    int64_t lo = 0, hi = 0;
+    bool empty = false;
+    for (int i = 0; i < nd; ++i) {
+        shape[i] = a_.shape(i);
+        strides[i] = a_.strides(i) / es;
+        empty |= shape[i] == 0;
+        const int64_t span = (shape[i] - 1) * strides[i];
+        (span < 0 ? lo : hi) += span;
+    }
+    if (empty) lo = hi = 0;
+    // The storage is the memory the view spans; offset locates element 0 within it.
+    const int64_t storage = empty ? 0 : hi - lo + 1;
+    char *base = static_cast<char *>(const_cast<void *>(a_.data())) + lo * es;
+    t_ = aclCreateTensor(shape.data(), nd, dt, strides.data(), -lo, ACL_FORMAT_ND, &storage, 1, base);
+    if (!t_) raise_status(ACLNN_ERR_PARAM_INVALID);
+}
+
+std::vector<int64_t> shape_of(const py::array &a) { return {a.shape(), a.shape() + a.ndim()}; }
+
+py::array as_input(py::handle obj, const char *name) {
+    if (obj.is_none()) throw py::type_error(std::string(name) + " must be an array of numbers, not None");
+    py::array a = py::isinstance<py::array>(obj) ? py::reinterpret_borrow<py::array>(obj)
+                                                 : numpy().attr("asarray")(obj).cast<py::array>();
+    if (acl_dtype(a.dtype()) == ACL_DT_UNDEFINED)
+        throw py::type_error(std::string(name) + " must be an array of numbers, got dtype " +
+                             py::str(a.dtype()).cast<std::string>());
+    if (!usable_in_place(a))
+        a = numpy().attr("ascontiguousarray")(a, a.dtype().attr("newbyteorder")("=")).cast<py::array>();
+    return a;
+}
+
+py::array as_output(py::handle obj, const char *name) {
+    if (!py::isinstance<py::array>(obj))
+        throw py::type_error(std::string(name) + " must be a numpy.ndarray, got " +
+                             py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+    py::array a = py::reinterpret_borrow<py::array>(obj);
+    if (!(flags(a) & py::detail::npy_api::NPY_ARRAY_WRITEABLE_))
+        throw py::value_error(std::string(name) + " is read-only");
+    if (!usable_in_place(a))
+        throw py::value_error(std::string(name) + " must be aligned, in native byte order, with strides that are "
+                              "multiples of its item size");
+    return a;
+}
+
+py::array new_array(const std::vector<int64_t> &shape, const py::dtype &dt) {
+    return py::array(dt, std::vector<py::ssize_t>(shape.begin(), shape.end()));
+}
+
+aclTensor *tensor_arg(py::handle obj, const char *name) {
+    if (obj.is_none()) return nullptr;
+    if (!py::isinstance<PyTensor>(obj))
+        throw py::type_error(std::string(name) + " must be an aclnn.Tensor or None");
+    return obj.cast<PyTensor &>().ref->get();
+}
+
+py::tuple phase1_result(aclnnStatus s, uint64_t ws, aclOpExecutor *ex, std::vector<py::object> keep) {
+    if (s != ACLNN_SUCCESS) return py::make_tuple(s, 0, py::none());
+    PyExecutor e;
+    e.handle = ex;
+    e.keep = std::move(keep);
+    return py::make_tuple(s, ws, py::cast(std::move(e)));
+}
+
+aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspace_size, py::object executor,
+                       py::object stream) {
+    void *ws = nullptr;
+    if (!workspace.is_none()) {
+        py::array a = as_output(workspace, "workspace");
+        if (a.dtype().kind() != 'u' || a.itemsize() != 1 || !(flags(a) & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_))
+            throw py::type_error("workspace must be a C-contiguous numpy uint8 array");
+        if (uint64_t(a.nbytes()) < workspace_size)
+            throw py::value_error("workspace has " + std::to_string(a.nbytes()) + " bytes, fewer than workspace_size " +
+                                  std::to_string(workspace_size));
+        ws = a.mutable_data();
+    }
+    aclOpExecutor *ex = nullptr;
+    if (!executor.is_none()) {
+        if (!py::isinstance<PyExecutor>(executor)) throw py::type_error("executor must be an aclnn.Executor or None");
+        ex = executor.cast<PyExecutor &>().handle;
+    }
+    aclrtStream st = nullptr;
+    if (!stream.is_none()) {
+        if (!py::isinstance<PyStream>(stream)) throw py::type_error("stream must be an aclnn.Stream or None");
+        PyStream &ps = stream.cast<PyStream &>();
+        st = ps.handle ? ps.handle : reinterpret_cast<aclrtStream>(uintptr_t(1));  // closed: rejected below
+        // Asynchronous work must find its arrays alive until the stream is synchronized.
+        if (ex) ps.pending.push_back(executor);
+        if (!workspace.is_none()) ps.pending.push_back(workspace);
+    }
+    py::gil_scoped_release nogil;
+    return fn(ws, workspace_size, ex, st);
+}
+
+void bind_common(py::module_ &m, py::module_ &raw) {
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const AclnnFailure &e) {
+            py::object cls = py::module_::import("ascendgrad._errors").attr("AclnnError");
+            py::object exc = cls(e.what(), e.status);
+            PyErr_SetObject(cls.ptr(), exc.ptr());
+        }
+    });
+
+    m.attr("__version__") = ascendgradVersion();
+    m.def("set_num_threads", &ascendgradSetNumThreads, py::arg("n"),
+          "Threads the kernels use (n <= 0: back to OMP_NUM_THREADS or the core count).");
+    m.def("get_num_threads", &ascendgradGetNumThreads, "Threads the kernels use.");
+
+    py::class_<PyTensor>(raw, "Tensor", "An aclTensor over a NumPy array, in place (no copy); keeps the array alive.")
+        .def(py::init([](py::object array) {
+                 py::array a;
+                 if (py::isinstance<py::array>(array)) {
+                     a = py::reinterpret_borrow<py::array>(array);
+                     if (!usable_in_place(a))
+                         throw py::value_error("Tensor: the array must be aligned, in native byte order, with strides "
+                                               "that are multiples of its item size");
+                 } else {
+                     a = as_input(array, "array");
+                 }
+                 return PyTensor{std::make_unique<TensorRef>(a)};
+             }),
+             py::arg("array"))
+        .def_property_readonly("array", [](const PyTensor &t) { return t.ref->array(); })
+        .def_property_readonly("shape", [](const PyTensor &t) { return py::tuple(t.ref->array().attr("shape")); })
+        .def_property_readonly("dtype", [](const PyTensor &t) { return t.ref->array().dtype(); })
+        .def("__repr__", [](const PyTensor &t) {
+            return "aclnn.Tensor(shape=" + py::str(t.ref->array().attr("shape")).cast<std::string>() +
+                   ", dtype=" + py::str(t.ref->array().dtype()).cast<std::string>() + ")";
+        });
+
+    py::class_<PyScalar>(raw, "Scalar", "An aclScalar holding a copy of value converted to dtype.")
+        .def(py::init([](py::object value, py::object dtype) {
+                 py::dtype dt = py::isinstance<py::int_>(dtype) ? np_dtype(aclDataType(dtype.cast<int>()))
+                                                                : py::dtype::from_args(dtype);
+                 const aclDataType t = acl_dtype(dt);
+                 if (t == ACL_DT_UNDEFINED) throw py::type_error("Scalar: unsupported dtype");
+                 py::array a = numpy().attr("asarray")(value, dt).cast<py::array>();
+                 if (a.ndim() != 0) throw py::value_error("Scalar: value must be a single number");
+                 auto s = std::make_unique<PyScalar>();
+                 s->s = aclCreateScalar(const_cast<void *>(a.data()), t);
+                 if (!s->s) raise_status(ACLNN_ERR_PARAM_INVALID);
+                 s->dtype = t;
+                 s->value = numpy().attr("float64")(a).cast<double>();
+                 return s;
+             }),
+             py::arg("value"), py::arg("dtype"))
+        .def_property_readonly("value", [](const PyScalar &s) { return s.value; })
+        .def_property_readonly("dtype", [](const PyScalar &s) { return int(s.dtype); })
+        .def("__repr__", [](const PyScalar &s) {
+            return "aclnn.Scalar(" + py::repr(py::float_(s.value)).cast<std::string>() + ", dtype=" +
+                   std::to_string(int(s.dtype)) + ")";
+        });
+
+    py::class_<PyStream>(raw, "Stream", "A stream: work runs asynchronously, in order, on a worker thread.")
+        .def(py::init<>())
+        .def("synchronize", &PyStream::synchronize,
+             "Waits for the queued work; returns the first error status since the previous synchronize.")
+        .def("close", &PyStream::close, "Finishes the queued work and destroys the stream.")
+        .def("__enter__", [](py::object self) { return self; })
+        .def("__exit__", [](PyStream &s, py::args) { s.close(); });
+
+    py::class_<PyExecutor>(raw, "Executor", "An aclOpExecutor made by a *_get_workspace_size call.")
+        .def_property_readonly("handle", [](const PyExecutor &e) { return reinterpret_cast<uintptr_t>(e.handle); })
+        .def("__repr__", [](const PyExecutor &e) {
+            return "aclnn.Executor(handle=" + std::to_string(reinterpret_cast<uintptr_t>(e.handle)) + ")";
+        });
+
+    raw.def(
+        "get_recent_err_msg",
+        []() -> py::object {
+            const char *m = aclGetRecentErrMsg();
+            return m ? py::str(m) : py::object(py::none());
+        },
+        "The newest error message of this thread, then cleared; None when there is none.");
+    raw.def(
+        "set_executor_repeatable",
+        [](py::object e) {
+            return aclSetAclOpExecutorRepeatable(e.is_none() ? nullptr : e.cast<PyExecutor &>().handle);
+        },
+        py::arg("executor"));
+    raw.def(
+        "destroy_executor",
+        [](py::object e) { return aclDestroyAclOpExecutor(e.is_none() ? nullptr : e.cast<PyExecutor &>().handle); },
+        py::arg("executor"));
+}
+
+}  // namespace agpy

@@ -1,0 +1,90 @@
+// Shared pieces of the bindings: NumPy arrays as aclTensors (in place, no copy), AclnnError,
+// the two-phase call for the NumPy API, and the raw API's object types.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+
+namespace py = pybind11;
+
+namespace agpy {
+
+using Phase2 = aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream);
+
+// A failed status; Python sees ascendgrad.AclnnError(message, status).
+struct AclnnFailure : std::runtime_error {
+    int status;
+    AclnnFailure(int s, const std::string &msg) : std::runtime_error(msg), status(s) {}
+};
+[[noreturn]] void raise_status(int status);  // takes the thread's message
+
+aclDataType acl_dtype(const py::dtype &dt);  // TypeError when aclnn has no such type
+py::dtype np_dtype(aclDataType t);
+py::dtype bfloat16_dtype();
+
+// An aclTensor describing a NumPy array where it lies; keeps the array alive.
+class TensorRef {
+public:
+    explicit TensorRef(py::array a);
+    ~TensorRef() { aclDestroyTensor(t_); }
+    TensorRef(const TensorRef &) = delete;
+    TensorRef &operator=(const TensorRef &) = delete;
+    aclTensor *get() const { return t_; }
+    const py::array &array() const { return a_; }
+
+private:
+    py::array a_;
+    aclTensor *t_ = nullptr;
+};
+
+// An array-like as an ndarray the kernels can read in place: ndarrays are used as they are
+// (any strides) unless misaligned or byte-swapped; TypeError for non-numeric input.
+py::array as_input(py::handle obj, const char *name);
+// `out=`: a writeable ndarray usable in place, else TypeError/ValueError.
+py::array as_output(py::handle obj, const char *name);
+py::array new_array(const std::vector<int64_t> &shape, const py::dtype &dt);
+std::vector<int64_t> shape_of(const py::array &a);
+
+// Phase 1 (via `prepare(&ws, &executor)`), then phase 2 with the GIL released, synchronously.
+template <class Prepare>
+void run_two_phase(Prepare &&prepare, Phase2 phase2) {
+    uint64_t ws = 0;
+    aclOpExecutor *ex = nullptr;
+    aclnnStatus s = prepare(&ws, &ex);
+    if (s != ACLNN_SUCCESS) raise_status(s);
+    std::unique_ptr<unsigned char[]> buf(ws ? new unsigned char[ws] : nullptr);
+    {
+        py::gil_scoped_release nogil;
+        s = phase2(buf.get(), ws, ex, nullptr);
+    }
+    if (s != ACLNN_SUCCESS) raise_status(s);
+}
+
+// ---- raw API ----
+
+struct PyTensor {
+    std::unique_ptr<TensorRef> ref;
+};
+
+struct PyExecutor {
+    aclOpExecutor *handle = nullptr;
+    std::vector<py::object> keep;  // tensors the executor reads and writes
+};
+
+aclTensor *tensor_arg(py::handle obj, const char *name);  // None -> NULL
+// (status, workspace_size, Executor | None) from a phase-1 call
+py::tuple phase1_result(aclnnStatus s, uint64_t ws, aclOpExecutor *ex, std::vector<py::object> keep);
+aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspace_size, py::object executor,
+                       py::object stream);
+
+void bind_common(py::module_ &m, py::module_ &raw);
+
+}  // namespace agpy

@@ -1,0 +1,42 @@
+#include "aclnnop/aclnn_softmax_backward.h"
+
+#include "common.h"
+
+namespace agpy {
+
+void bind_softmax_backward(py::module_ &m, py::module_ &raw) {
+    m.def(
+        "softmax_backward",
+        [](py::handle grad_output, py::handle output, int64_t dim, py::handle out) {
+            py::array g = as_input(grad_output, "grad_output"), y = as_input(output, "output");
+            py::array o = out.is_none() ? new_array(shape_of(g), g.dtype()) : as_output(out, "out");
+            TensorRef tg(g), ty(y), to(o);
+            run_two_phase(
+                [&](uint64_t *ws, aclOpExecutor **ex) {
+                    return aclnnSoftmaxBackwardGetWorkspaceSize(tg.get(), ty.get(), dim, to.get(), ws, ex);
+                },
+                aclnnSoftmaxBackward);
+            return o;
+        },
+        py::arg("grad_output"), py::arg("output"), py::arg("dim") = -1, py::arg("out") = py::none());
+
+    raw.def(
+        "softmax_backward_get_workspace_size",
+        [](py::object grad_output, py::object output, int64_t dim, py::object out) {
+            uint64_t ws = 0;
+            aclOpExecutor *ex = nullptr;
+            aclnnStatus s = aclnnSoftmaxBackwardGetWorkspaceSize(tensor_arg(grad_output, "grad_output"),
+                                                                 tensor_arg(output, "output"), dim,
+                                                                 tensor_arg(out, "out"), &ws, &ex);
+            return phase1_result(s, ws, ex, {grad_output, output, out});
+        },
+        py::arg("grad_output"), py::arg("output"), py::arg("dim"), py::arg("out"));
+    raw.def(
+        "softmax_backward",
+        [](py::object workspace, uint64_t workspace_size, py::object executor, py::object stream) {
+            return run_phase2(aclnnSoftmaxBackward, workspace, workspace_size, executor, stream);
+        },
+        py::arg("workspace"), py::arg("workspace_size"), py::arg("executor"), py::arg("stream") = py::none());
+}
+
+}  // namespace agpy

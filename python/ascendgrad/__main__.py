@@ -1,0 +1,48 @@
+"""Command line: ``python -m ascendgrad check`` proves every kernel against finite differences;
+``--include-dir``, ``--libdir`` and ``--cmake-dir`` locate the C library for C/C++ builds."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__, _paths
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m ascendgrad",
+        description="ascendgrad: CPU reference of Ascend aclnn backward operators.",
+    )
+    p.add_argument("--version", action="version", version=f"ascendgrad {__version__}")
+    p.add_argument("--include-dir", action="store_true", help="print the C include folder (-I)")
+    p.add_argument("--libdir", action="store_true", help="print the folder of libascendgrad.so (-L)")
+    p.add_argument("--cmake-dir", action="store_true", help="print the folder of ascendgradConfig.cmake")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    c = sub.add_parser("check", help="gradcheck every operator x dtype x option set; exit 1 on any failure")
+    from . import _check
+
+    _check.add_arguments(c)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    for flag, where in (
+        ("include_dir", _paths.include_dir),
+        ("libdir", _paths.lib_dir),
+        ("cmake_dir", _paths.cmake_dir),
+    ):
+        if getattr(args, flag):
+            print(where())
+            return 0
+    if args.command == "check":
+        from . import _check
+
+        return _check.run(args)
+    _parser().print_help()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The raw two-phase aclnn API, one Python function per C function.
+
+Phase 1, ``<op>_get_workspace_size(...)``, validates the arguments and returns
+``(status, workspace_size, executor)``; phase 2, ``<op>(workspace, workspace_size, executor,
+stream=None)``, runs the executor and returns a status. Calls return statuses and never raise
+for a bad status: read the message with :func:`get_recent_err_msg`. ``None`` passes NULL.
+
+Tensors wrap NumPy arrays in place (:class:`Tensor`); work on a :class:`Stream` runs
+asynchronously until ``stream.synchronize()``.
+"""
+
+from enum import IntEnum
+
+from ._core.aclnn import (
+    Executor,
+    Scalar,
+    Stream,
+    Tensor,
+    destroy_executor,
+    get_recent_err_msg,
+    set_executor_repeatable,
+    softmax_backward,
+    softmax_backward_get_workspace_size,
+)
+
+
+class Status(IntEnum):
+    """aclnnStatus codes."""
+
+    SUCCESS = 0
+    ERR_PARAM_NULLPTR = 161001
+    ERR_PARAM_INVALID = 161002
+    ERR_RUNTIME_ERROR = 361001
+    ERR_INNER = 561000
+    ERR_INNER_NULLPTR = 561103
+
+
+class DataType(IntEnum):
+    """aclDataType values (as CANN)."""
+
+    ACL_DT_UNDEFINED = -1
+    ACL_FLOAT = 0
+    ACL_FLOAT16 = 1
+    ACL_INT8 = 2
+    ACL_INT32 = 3
+    ACL_UINT8 = 4
+    ACL_INT16 = 6
+    ACL_UINT16 = 7
+    ACL_UINT32 = 8
+    ACL_INT64 = 9
+    ACL_UINT64 = 10
+    ACL_DOUBLE = 11
+    ACL_BOOL = 12
+    ACL_COMPLEX64 = 16
+    ACL_COMPLEX128 = 17
+    ACL_BF16 = 27
+
+
+__all__ = [
+    "DataType",
+    "Executor",
+    "Scalar",
+    "Status",
+    "Stream",
+    "Tensor",
+    "destroy_executor",
+    "get_recent_err_msg",
+    "set_executor_repeatable",
+    "softmax_backward",
+    "softmax_backward_get_workspace_size",
+]
