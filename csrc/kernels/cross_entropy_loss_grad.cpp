@@ -1,0 +1,169 @@
+// Cross-entropy gradient w.r.t. the logits, fused: per row constants in double, then one pass
+// over log_prob writing out_ij = p_ij*K_i - b_i*w_j - a_i*[j == t_i] in the compute type, with
+//   a_i = m_i s_i (1-eps) w_{t_i},  b_i = m_i s_i eps / C,  K_i = a_i + b_i S_w + 2 zeta lse_i m_i z_i.
+// Terms whose switch is off (eps == 0, zeta == 0) are left out, not multiplied by 0, so that an
+// inf weight or lse does not turn them into NaN.
+#include "cross_entropy_loss_grad.h"
+
+#include <vector>
+
+#include "iter.h"
+
+namespace ag::kern {
+namespace {
+
+template <class I, class W>
+void scan_rows(const View &tv, const W *w, int64_t ws, int64_t classes, int64_t ignore, CeScan &r) {
+    const I *t = reinterpret_cast<const I *>(tv.data);
+    const int64_t n = tv.shape[0], st = tv.stride[0];
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t v = int64_t(t[i * st]);
+        if (v == ignore) continue;
+        if (v < 0 || v >= classes) {
+            r.bad_row = i;
+            r.bad_value = v;
+            return;
+        }
+        r.weight_total += w ? load<double>(w + v * ws) : 1.0;
+        ++r.kept;
+    }
+}
+
+template <class I>
+void scan_target(const View &tv, const View &wv, int64_t classes, int64_t ignore, CeScan &r) {
+    if (!wv.data) return scan_rows<I, float>(tv, nullptr, 0, classes, ignore, r);
+    dispatch_float(wv.dtype, [&](auto x) {
+        using W = decltype(x);
+        scan_rows<I>(tv, reinterpret_cast<const W *>(wv.data), wv.stride[0], classes, ignore, r);
+    });
+}
+
+// Mode: 0 no smoothing term, 1 smoothing without weights (w_j = 1), 2 smoothing with weights.
+template <int Mode, class C>
+inline C elem(C p, C k, C b, const C *w, int64_t j) {
+    if constexpr (Mode == 0) return p * k;
+    else if constexpr (Mode == 1) return p * k - b;
+    else return p * k - b * w[j];
+}
+
+// Columns [j0, j1) of one row; the target column gets -a on top. Its log-prob is read before
+// the row is written, so out may alias log_prob.
+template <int Mode, bool Contig, class T, class C>
+inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int64_t j1, int64_t t, C k, C b,
+                      C a, const C *w) {
+    if (Contig) lc = oc = 1;
+    const bool has_t = t >= j0 && t < j1;
+    const C pt = has_t ? C(std::exp(load<C>(l + t * lc))) : C(0);
+    for (int64_t j = j0; j < j1; ++j) store(o + j * oc, elem<Mode>(C(std::exp(load<C>(l + j * lc))), k, b, w, j));
+    if (has_t) store(o + t * oc, C(elem<Mode>(pt, k, b, w, t) - a));
+}
+
+template <class T, class I>
+void run(const CeArgs &g, const CeScan &scan) {
+    using C = compute_t<T>;
+    const int64_t n = g.log_prob.shape[0], classes = g.log_prob.shape[1];
+    const T *lp = reinterpret_cast<const T *>(g.log_prob.data);
+    T *out = reinterpret_cast<T *>(g.out.data);
+    const int64_t lr = g.log_prob.stride[0], lc = g.log_prob.stride[1];
+    const int64_t orow = g.out.stride[0], oc = g.out.stride[1];
+    const I *tg = reinterpret_cast<const I *>(g.target.data);
+    const int64_t ts = g.target.stride[0];
+    const T *gl = reinterpret_cast<const T *>(g.grad_loss.data);
+    const T *gz = reinterpret_cast<const T *>(g.grad_zloss.data);  // may be null
+    const T *lse = reinterpret_cast<const T *>(g.lse.data);        // null unless zeta != 0
+    // A 0-d or (1,) gradLoss has one element, read at offset 0 whatever its stride.
+    const int64_t gls = g.grad_loss.ndim ? g.grad_loss.stride[0] : 0;
+    const int64_t gzs = g.grad_zloss.ndim ? g.grad_zloss.stride[0] : 0;
+    const int64_t lses = g.lse.ndim ? g.lse.stride[0] : 0;
+    const bool per_row = g.reduction == CeReduction::None;
+    const bool mean = g.reduction == CeReduction::Mean;
+    const double eps = g.label_smoothing, zeta = g.zloss_scale;
+    const bool smooth = eps != 0, zloss = zeta != 0;
+
+    // Class weights, once per call: double for the row constants, compute type for the loop.
+    const bool weighted = g.weight.data != nullptr;
+    std::vector<double> wd;
+    std::vector<C> wc;
+    double w_sum = double(classes);  // S_w, summed in class order
+    if (weighted) {
+        wd.resize(classes);
+        wc.resize(classes);
+        w_sum = 0;
+        dispatch_float(g.weight.dtype, [&](auto x) {
+            using W = decltype(x);
+            const W *w = reinterpret_cast<const W *>(g.weight.data);
+            for (int64_t c = 0; c < classes; ++c) {
+                wd[c] = load<double>(w + c * g.weight.stride[0]);
+                wc[c] = C(wd[c]);
+                w_sum += wd[c];
+            }
+        });
+    }
+
+    // Reduction scales of the scalar-gradLoss cases. 'mean' over W = 0 (every row ignored, or
+    // zero weights) gives a zero gradient rather than 0/0, as PyTorch's backward does.
+    double s_all = 0, z_all = 0;
+    if (!per_row) {
+        const double gv = load<double>(gl);
+        s_all = mean ? (scan.weight_total == 0 ? 0.0 : gv / scan.weight_total) : gv;
+        if (zloss) {
+            const double zv = gv + (gz ? load<double>(gz) : 0.0);
+            z_all = mean ? (scan.kept == 0 ? 0.0 : zv / double(scan.kept)) : zv;
+        }
+    }
+
+    const bool contig = lc == 1 && oc == 1;
+    const int mode = !smooth ? 0 : weighted ? 2 : 1;
+    constexpr int64_t kBlock = 4096;  // columns per work unit: wide rows still spread over threads
+    const int64_t blocks = (classes + kBlock - 1) / kBlock;
+    parallel_for(n * blocks, n * classes, [&](int64_t ub, int64_t ue) {
+        for (int64_t u = ub; u < ue; ++u) {
+            const int64_t i = u / blocks, j0 = (u % blocks) * kBlock, j1 = std::min(classes, j0 + kBlock);
+            const T *l = lp + i * lr;
+            T *o = out + i * orow;
+            const int64_t t = int64_t(tg[i * ts]);
+            if (t == g.ignore_index) {  // m_i = 0: the whole row is zero
+                for (int64_t j = j0; j < j1; ++j) store(o + j * oc, C(0));
+                continue;
+            }
+            const double s = per_row ? load<double>(gl + i * gls) : s_all;
+            const double a = s * (1 - eps) * (weighted ? wd[t] : 1.0);
+            const double b = smooth ? s * eps / double(classes) : 0.0;
+            double k = smooth ? a + b * w_sum : a;
+            if (zloss) {
+                const double z = per_row ? load<double>(gl + i * gls) + (gz ? load<double>(gz + i * gzs) : 0.0) : z_all;
+                k += 2 * zeta * load<double>(lse + i * lses) * z;
+            }
+            const C kc = C(k), bc = C(b), ac = C(a);
+            const C *w = weighted ? wc.data() : nullptr;
+            auto go = [&](auto m) {
+                constexpr int M = decltype(m)::value;
+                if (contig) row_block<M, true>(l, 1, o, 1, j0, j1, t, kc, bc, ac, w);
+                else row_block<M, false>(l, lc, o, oc, j0, j1, t, kc, bc, ac, w);
+            };
+            if (mode == 0) go(std::integral_constant<int, 0>{});
+            else if (mode == 1) go(std::integral_constant<int, 1>{});
+            else go(std::integral_constant<int, 2>{});
+        }
+    });
+}
+
+}  // namespace
+
+CeScan cross_entropy_scan(const View &target, const View &weight, int64_t classes, int64_t ignore_index) {
+    CeScan r;
+    if (target.dtype == DType::I32) scan_target<int32_t>(target, weight, classes, ignore_index, r);
+    else scan_target<int64_t>(target, weight, classes, ignore_index, r);
+    return r;
+}
+
+void cross_entropy_loss_grad(const CeArgs &a, const CeScan &scan) {
+    if (a.out.numel() == 0) return;
+    dispatch_float(a.log_prob.dtype, [&](auto x) {
+        using T = decltype(x);
+        if (a.target.dtype == DType::I32) run<T, int32_t>(a, scan);
+        else run<T, int64_t>(a, scan);
+    });
+}
+
+}  // namespace ag::kern
