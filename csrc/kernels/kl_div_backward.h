@@ -1,0 +1,21 @@
+#pragma once
+#include "common.h"
+
+namespace ag::kern {
+
+struct KlArgs {
+    View grad, target, out;   // out has self's shape; grad and target broadcast to `shape`
+    int64_t shape[kMaxRank] = {};  // B = broadcast(self, target); out's shape broadcasts to it
+    int ndim = 0;
+    bool log_target = false;
+    bool f64 = false;         // compute in double (some input, self included, is f64)
+    double scale = 1;         // c: 1/numel(B) ('mean'), 1/B[0] ('batchmean'), else 1
+};
+
+// out = sum over B's broadcast dims of -(log_target ? exp(t) : t) * g * c, back to out's shape.
+// Each out element is owned by one thread and sums its pre-images in index order, so results do
+// not depend on the thread count; an empty pre-image (a dim of B is 0) gives 0. out may be grad
+// or target itself when it has B's shape (then every out element reads only its own position).
+void kl_div_backward(const KlArgs &a);
+
+}  // namespace ag::kern
