@@ -1,0 +1,141 @@
+// The kernel layer's elementwise driver (kernels/elementwise.h), shared by the pointwise
+// kernels: every element visited exactly once on the dense fast path and the strided path, the
+// `contig` flag only when every step is 1, runs consistent across views, NumPy broadcasting in
+// map<>, mixed element types, and thread-count independence.
+#include <atomic>
+
+#include "kernels/elementwise.h"
+#include "test_util.h"
+
+namespace kern = ag::kern;
+using agtest::Shape;
+
+namespace {
+
+kern::View view_of(void *data, kern::DType dt, const Shape &shape, const Shape &strides) {
+    kern::View v;
+    v.data = static_cast<char *>(data);
+    v.dtype = dt;
+    v.ndim = int(shape.size());
+    for (int d = 0; d < v.ndim; ++d) {
+        v.shape[d] = shape[size_t(d)];
+        v.stride[d] = strides[size_t(d)];
+    }
+    return v;
+}
+
+struct Layout {
+    Shape shape, strides;
+    int64_t offset;  // element offset of element 0 inside the storage
+    int64_t storage;
+    bool dense_same;  // expected to take the fast path when used for every view
+};
+
+const std::vector<Layout> &layouts() {
+    static const std::vector<Layout> v = {
+        {{}, {}, 0, 1, true},
+        {{1, 1}, {7, 9}, 0, 1, true},
+        {{5}, {1}, 0, 5, true},
+        {{4, 6}, {6, 1}, 0, 24, true},
+        {{4, 6}, {1, 4}, 0, 24, true},           // F order
+        {{4, 6}, {-6, -1}, 23, 24, true},        // reversed
+        {{3, 4, 5}, {1, 15, 3}, 0, 60, true},    // permuted
+        {{3, 4, 5}, {20, -5, 1}, 15, 60, true},  // middle dim reversed
+        {{4, 6}, {12, 2}, 0, 48, false},         // every other
+        {{4, 6}, {-12, -2}, 46, 48, false},
+        {{3, 1, 5}, {10, 99, 2}, 0, 30, false},
+        {{300}, {3}, 0, 900, false},
+        {{2, 3, 4, 5, 6}, {720, 240, 60, 12, 2}, 1, 1441, false},
+        // large enough for several threads; the strided one splits runs mid-line
+        {{300, 200}, {1, 300}, 0, 60000, true},
+        {{200, 301}, {602, -2}, 600, 200 * 602, false},
+        {{100001}, {-3}, 300000, 300001, false},
+    };
+    return v;
+}
+
+std::vector<int64_t> offsets(const Layout &l) {
+    return agtest::view_offsets(l.shape, l.strides, 0);
+}
+
+}  // namespace
+
+// Every element of every view visited exactly once, at the offset its index tuple gives, for
+// 1 and 3 threads, on one view and on three views with different layouts of one shape.
+TEST(ElementwiseDriver, VisitsEveryElementOnceWithConsistentOffsets) {
+    for (int threads : {1, 3}) {
+        agtest::ThreadCount tc(threads);
+        for (const Layout &l : layouts()) {
+            SCOPED_TRACE(agtest::shape_str(l.shape) + " strides " + agtest::shape_str(l.strides));
+            std::vector<double> mem(size_t(l.storage));
+            const kern::View v[1] = {view_of(mem.data() + l.offset, kern::DType::F64, l.shape, l.strides)};
+            std::vector<std::atomic<int>> seen(size_t(l.storage));
+            bool fast = false;
+            kern::for_each_run<1>(v, [&](auto contig, const int64_t *off, const int64_t *step, int64_t n) {
+                if (decltype(contig)::value) EXPECT_EQ(step[0], 1);
+                fast = fast || (decltype(contig)::value && n == agtest::numel(l.shape));
+                for (int64_t i = 0; i < n; ++i) seen[size_t(l.offset + off[0] + i * step[0])]++;
+            });
+            for (int64_t o : offsets(l)) EXPECT_EQ(seen[size_t(l.offset + o)].load(), 1) << o;
+            int64_t total = 0;
+            for (auto &s : seen) total += s.load();
+            EXPECT_EQ(total, agtest::numel(l.shape));
+            if (l.dense_same && threads == 1) EXPECT_TRUE(fast) << "dense layout not on the fast path";
+        }
+        // Three views of one shape, different layouts: each run's elements correspond.
+        const Shape shape = {3, 4, 5};
+        const std::vector<std::pair<Shape, int64_t>> lay = {{{20, 5, 1}, 0}, {{1, 3, 12}, 0}, {{-40, 10, -2}, 88}};
+        std::vector<std::vector<int64_t>> mem(3, std::vector<int64_t>(120, -1));
+        kern::View v[3];
+        for (int k = 0; k < 3; ++k) {
+            v[k] = view_of(mem[size_t(k)].data() + lay[size_t(k)].second, kern::DType::F64, shape, lay[size_t(k)].first);
+            const std::vector<int64_t> offs = agtest::view_offsets(shape, lay[size_t(k)].first, lay[size_t(k)].second);
+            for (size_t i = 0; i < offs.size(); ++i) mem[size_t(k)][size_t(offs[i])] = int64_t(i);  // row-major index
+        }
+        std::atomic<int> runs{0}, elems{0};
+        kern::for_each_run<3>(v, [&](auto, const int64_t *off, const int64_t *step, int64_t n) {
+            ++runs;
+            for (int64_t i = 0; i < n; ++i) {
+                const int64_t id0 = mem[0][size_t(off[0] + i * step[0])];
+                EXPECT_EQ(mem[1][size_t(lay[1].second + off[1] + i * step[1])], id0);
+                EXPECT_EQ(mem[2][size_t(lay[2].second + off[2] + i * step[2])], id0);
+                ++elems;
+            }
+        });
+        EXPECT_EQ(elems.load(), 60);
+    }
+}
+
+// map<>: out = a + 2 b + 4 c with NumPy broadcasting, mixed element types, a strided and
+// reversed out, stored once into half.
+TEST(ElementwiseDriver, MapBroadcastsAndConvertsTypes) {
+    const Shape so = {3, 4, 5};
+    std::vector<double> a = {1, 2, 3, 4, 5};               // (5,)
+    std::vector<float> b = {10, 20, 30, 40};               // (4, 1)
+    std::vector<kern::half_t> c(3);                        // (3, 1, 1)
+    for (int i = 0; i < 3; ++i) c[size_t(i)].bits = kern::float_to_half(float(100 * (i + 1)));
+    std::vector<kern::half_t> out(120);
+    const kern::View vo = view_of(out.data() + 119, kern::DType::F16, so, {-40, -10, -2});
+    const kern::View va = view_of(a.data(), kern::DType::F64, {5}, {1});
+    const kern::View vb = view_of(b.data(), kern::DType::F32, {4, 1}, {1, 1});
+    const kern::View vc = view_of(c.data(), kern::DType::F16, {3, 1, 1}, {1, 1, 1});
+    kern::map<double, kern::half_t, double, float, kern::half_t>(
+        vo, {va, vb, vc}, [](double x, double y, double z) { return x + 2 * y + 4 * z; });
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j)
+            for (int k = 0; k < 5; ++k) {
+                const double want = a[size_t(k)] + 2 * b[size_t(j)] + 4 * 100 * (i + 1);
+                EXPECT_EQ(kern::half_to_float(out[size_t(119 - 40 * i - 10 * j - 2 * k)].bits), float(want));
+            }
+    // odd positions (outside the view) untouched
+    for (size_t p = 0; p < out.size(); p += 2) EXPECT_EQ(out[p].bits, 0) << p;
+}
+
+// common_compute_t: double if any input is double.
+TEST(ElementwiseDriver, CommonComputeType) {
+    static_assert(std::is_same_v<kern::common_compute_t<kern::half_t, kern::bf16_t>, float>);
+    static_assert(std::is_same_v<kern::common_compute_t<float, float>, float>);
+    static_assert(std::is_same_v<kern::common_compute_t<kern::half_t, double>, double>);
+    static_assert(std::is_same_v<kern::common_compute_t<double, float, float>, double>);
+    SUCCEED();
+}
