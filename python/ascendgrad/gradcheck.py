@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
-import types
 from typing import Any, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -657,14 +655,3 @@ def gradcheck(op, *, dtype="float64", shape=None, seed=0, fast_mode=None, eps=1e
     res = check_vjp(case.forward, case.kernel_vjp, [case.x], 0, eps=eps, atol=atol, rtol=rtol,
                     fast_mode=fast_mode, seed=seed, grad_output=case.v)
     return dataclasses.replace(res, op=op, dtype=name, shape=tuple(case.x.shape), options=dict(options))
-
-
-class _CallableModule(types.ModuleType):
-    """Lets ``ascendgrad.gradcheck(op, ...)`` work whether the package exposes this module or
-    the function under that name."""
-
-    def __call__(self, op, **kwargs):
-        return gradcheck(op, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
