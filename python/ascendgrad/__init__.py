@@ -6,12 +6,20 @@ model (:mod:`ascendgrad.reference`) and finite-difference checks (:mod:`ascendgr
 
 from ._core import __version__
 from ._errors import AclnnError
-from ._ops import get_num_threads, set_num_threads, softmax_backward
+from ._ops import (
+    cross_entropy_loss_grad,
+    get_num_threads,
+    kl_div_backward,
+    set_num_threads,
+    softmax_backward,
+)
 
 __all__ = [
     "AclnnError",
     "__version__",
+    "cross_entropy_loss_grad",
     "get_num_threads",
+    "kl_div_backward",
     "set_num_threads",
     "softmax_backward",
 ]

@@ -39,6 +39,106 @@ def softmax_backward(
     return _core.softmax_backward(grad_output, output, dim, out)
 
 
+def cross_entropy_loss_grad(
+    grad_loss: ArrayLike,
+    log_prob: ArrayLike,
+    target: ArrayLike,
+    weight: ArrayLike | None = None,
+    *,
+    reduction: str | None = "mean",
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    grad_zloss: ArrayLike | None = None,
+    lse_for_zloss: ArrayLike | None = None,
+    lse_square_scale_for_zloss: float = 0.0,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Gradient of cross-entropy with respect to the logits, given ``log_prob = log_softmax(logits)``.
+
+    With p = exp(log_prob) (used as given), m_i = [target_i != ignore_index], w = weight (ones
+    if None), eps = label_smoothing, S_w = sum(w), C classes and s_i = grad_loss / W ('mean',
+    W = sum_i w[target_i] * m_i; W = 0 gives zeros), grad_loss ('sum'), grad_loss[i] ('none')::
+
+        out[i, j] = m_i * s_i * ((1 - eps) * w[t_i] * (p[i, j] - [j == t_i])
+                                 + eps / C * (S_w * p[i, j] - w[j]))
+
+    plus, when ``lse_square_scale_for_zloss`` (zeta) is not 0, the z-loss term
+    ``2 * zeta * lse_for_zloss[i] * m_i * z_i * p[i, j]`` with gz = grad_loss (+ grad_zloss when
+    given) and z_i = gz / sum(m) ('mean'), gz ('sum'), gz[i] ('none').
+
+    Args:
+        grad_loss: upstream gradient; shape (N,) for 'none', 0-D or (1,) otherwise, of
+            ``log_prob``'s dtype. A Python number or sequence is converted to that dtype.
+        log_prob: (N, C), C > 0; float16, bfloat16 (``ml_dtypes.bfloat16``), float32 or float64.
+        target: (N,) int64 or int32 class indices, each in [0, C) or equal to ``ignore_index``.
+        weight: optional (C,) class weights, any float dtype.
+        reduction: "none", "mean" or "sum"; None means "mean".
+        ignore_index: any int64; rows whose target equals it get a zero gradient.
+        label_smoothing: in [0, 1].
+        grad_zloss: optional upstream gradient of the separately returned z-loss (shaped as
+            ``grad_loss``); used only when ``lse_square_scale_for_zloss`` is not 0.
+        lse_for_zloss: (N,) logsumexp of the logits; required when ``lse_square_scale_for_zloss``
+            is not 0.
+        lse_square_scale_for_zloss: zeta, finite; 0 turns the z-loss term off.
+        out: optional (N, C) array of ``log_prob``'s dtype; may be ``log_prob`` itself.
+
+    Returns:
+        The (N, C) gradient, of ``log_prob``'s dtype unless ``out`` is given.
+
+    Raises:
+        AclnnError: status 161001 for a missing ``lse_for_zloss``; 161002 for a target outside
+            [0, C) that is not ``ignore_index`` (``out`` is left untouched), an unknown
+            reduction, ``label_smoothing`` outside [0, 1], mismatched shapes or dtypes, or
+            ``out`` partially overlapping an input.
+        TypeError: non-numeric input.
+    """
+    return _core.cross_entropy_loss_grad(
+        grad_loss, log_prob, target, weight, reduction, ignore_index, label_smoothing,
+        grad_zloss, lse_for_zloss, lse_square_scale_for_zloss, out,
+    )
+
+
+def kl_div_backward(
+    grad_output: ArrayLike,
+    x: ArrayLike,
+    target: ArrayLike,
+    reduction: str | int = "mean",
+    log_target: bool = False,
+    *,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Gradient of ``kl_div(x, target)`` (x: log-probabilities) with respect to x.
+
+    With B = broadcast(x.shape, target.shape) and g = grad_output broadcast to B::
+
+        grad = -target * g * c          (log_target False)
+        grad = -exp(target) * g * c     (log_target True)
+
+    c = 1/numel(B) ('mean'), 1/B[0] ('batchmean'; 1 for 0-D B), 1 ('none', 'sum'), and grad is
+    summed over the broadcast dims back to x's shape. No masking of target <= 0.
+
+    Args:
+        grad_output: upstream gradient; must broadcast to B (a 0-D one fits any reduction).
+        x: the forward's input (its values are not needed, its shape and dtype are).
+        target: broadcastable with ``x``.
+        reduction: "none", "mean", "sum", "batchmean" or 0..3.
+        log_target: whether ``target`` holds log-probabilities.
+        out: optional array of x's shape, any float dtype.
+
+    The float dtypes (float16, bfloat16, float32, float64) may be mixed: computed in float64 if
+    any input is float64, else in float32. Python numbers and sequences take x's dtype.
+
+    Returns:
+        The gradient, of x's shape and dtype unless ``out`` is given.
+
+    Raises:
+        AclnnError: status 161002 for an unknown reduction, shapes that do not broadcast,
+            unsupported dtypes, or ``out`` partially overlapping an input.
+        TypeError: non-numeric input.
+    """
+    return _core.kl_div_backward(grad_output, x, target, reduction, log_target, out)
+
+
 def set_num_threads(n: int) -> None:
     """Threads the kernels use; ``n <= 0`` goes back to ``OMP_NUM_THREADS`` or the core count.
 

@@ -1,0 +1,89 @@
+#include "aclnnop/aclnn_cross_entropy_loss_grad.h"
+
+#include "common.h"
+
+namespace agpy {
+namespace {
+
+// grad_loss, grad_zloss, lse_for_zloss: an ndarray is used as it is; a Python number or
+// sequence (no dtype of its own) becomes an array of log_prob's dtype.
+py::array like_log_prob(py::handle obj, const char *name, const py::dtype &dt) {
+    if (obj.is_none() || py::isinstance<py::array>(obj)) return as_input(obj, name);
+    py::array a = as_input(obj, name);  // TypeError for non-numeric input
+    return as_input(a.attr("astype")(dt), name);
+}
+
+// reductionOptional: None -> NULL ("mean"); otherwise a str, checked by the library.
+const char *reduction_arg(const py::object &reduction, std::string *keep) {
+    if (reduction.is_none()) return nullptr;
+    if (!py::isinstance<py::str>(reduction))
+        throw py::type_error("reduction must be a str or None, got " +
+                             py::str(py::type::of(reduction).attr("__name__")).cast<std::string>());
+    *keep = reduction.cast<std::string>();
+    return keep->c_str();
+}
+
+}  // namespace
+
+void bind_cross_entropy_loss_grad(py::module_ &m, py::module_ &raw) {
+    m.def(
+        "cross_entropy_loss_grad",
+        [](py::handle grad_loss, py::handle log_prob, py::handle target, py::handle weight, py::object reduction,
+           int64_t ignore_index, double label_smoothing, py::handle grad_zloss, py::handle lse_for_zloss,
+           double lse_square_scale_for_zloss, py::handle out) {
+            py::array lp = as_input(log_prob, "log_prob");
+            py::array gl = like_log_prob(grad_loss, "grad_loss", lp.dtype());
+            py::array tg = as_input(target, "target");
+            std::string red_keep;
+            const char *red = reduction_arg(reduction, &red_keep);
+            std::unique_ptr<TensorRef> tw, tgz, tlse;
+            if (!weight.is_none()) tw = std::make_unique<TensorRef>(as_input(weight, "weight"));
+            if (!grad_zloss.is_none())
+                tgz = std::make_unique<TensorRef>(like_log_prob(grad_zloss, "grad_zloss", lp.dtype()));
+            if (!lse_for_zloss.is_none())
+                tlse = std::make_unique<TensorRef>(like_log_prob(lse_for_zloss, "lse_for_zloss", lp.dtype()));
+            py::array o = out.is_none() ? new_array(shape_of(lp), lp.dtype()) : as_output(out, "out");
+            TensorRef tgl(gl), tlp(lp), ttg(tg), to(o);
+            run_two_phase(
+                [&](uint64_t *ws, aclOpExecutor **ex) {
+                    return aclnnCrossEntropyLossGradGetWorkspaceSize(
+                        tgl.get(), tlp.get(), ttg.get(), tw ? tw->get() : nullptr, tgz ? tgz->get() : nullptr,
+                        tlse ? tlse->get() : nullptr, const_cast<char *>(red), ignore_index, label_smoothing,
+                        lse_square_scale_for_zloss, to.get(), ws, ex);
+                },
+                aclnnCrossEntropyLossGrad);
+            return o;
+        },
+        py::arg("grad_loss"), py::arg("log_prob"), py::arg("target"), py::arg("weight") = py::none(),
+        py::arg("reduction") = "mean", py::arg("ignore_index") = -100, py::arg("label_smoothing") = 0.0,
+        py::arg("grad_zloss") = py::none(), py::arg("lse_for_zloss") = py::none(),
+        py::arg("lse_square_scale_for_zloss") = 0.0, py::arg("out") = py::none());
+
+    raw.def(
+        "cross_entropy_loss_grad_get_workspace_size",
+        [](py::object grad_loss, py::object log_prob, py::object target, py::object weight, py::object grad_zloss,
+           py::object lse_for_zloss, py::object reduction, int64_t ignore_index, double label_smoothing,
+           double lse_square_scale_for_zloss, py::object out) {
+            std::string red_keep;
+            const char *red = reduction_arg(reduction, &red_keep);
+            uint64_t ws = 0;
+            aclOpExecutor *ex = nullptr;
+            aclnnStatus s = aclnnCrossEntropyLossGradGetWorkspaceSize(
+                tensor_arg(grad_loss, "grad_loss"), tensor_arg(log_prob, "log_prob"), tensor_arg(target, "target"),
+                tensor_arg(weight, "weight"), tensor_arg(grad_zloss, "grad_zloss"),
+                tensor_arg(lse_for_zloss, "lse_for_zloss"), const_cast<char *>(red), ignore_index, label_smoothing,
+                lse_square_scale_for_zloss, tensor_arg(out, "out"), &ws, &ex);
+            return phase1_result(s, ws, ex, {grad_loss, log_prob, target, weight, grad_zloss, lse_for_zloss, out});
+        },
+        py::arg("grad_loss"), py::arg("log_prob"), py::arg("target"), py::arg("weight"), py::arg("grad_zloss"),
+        py::arg("lse_for_zloss"), py::arg("reduction"), py::arg("ignore_index"), py::arg("label_smoothing"),
+        py::arg("lse_square_scale_for_zloss"), py::arg("out"));
+    raw.def(
+        "cross_entropy_loss_grad",
+        [](py::object workspace, uint64_t workspace_size, py::object executor, py::object stream) {
+            return run_phase2(aclnnCrossEntropyLossGrad, workspace, workspace_size, executor, stream);
+        },
+        py::arg("workspace"), py::arg("workspace_size"), py::arg("executor"), py::arg("stream") = py::none());
+}
+
+}  // namespace agpy

@@ -1,0 +1,83 @@
+#include "aclnnop/aclnn_kl_div_backward.h"
+
+#include "common.h"
+
+namespace agpy {
+namespace {
+
+// "none" | "mean" | "sum" | "batchmean" or an int (checked by the library, 0..3).
+int64_t reduction_code(const py::object &r) {
+    if (py::isinstance<py::str>(r)) {
+        const std::string s = r.cast<std::string>();
+        const char *names[] = {"none", "mean", "sum", "batchmean"};
+        for (int64_t k = 0; k < 4; ++k)
+            if (s == names[k]) return k;
+        throw AclnnFailure(ACLNN_ERR_PARAM_INVALID,
+                           "aclnnKlDivBackward: reduction should be 'none', 'mean', 'sum', 'batchmean' or 0..3, but "
+                           "got '" + s + "'.");
+    }
+    if (py::isinstance<py::bool_>(r) || !py::isinstance(r, py::module_::import("numbers").attr("Integral")))
+        throw py::type_error("reduction must be a str or an int, got " +
+                             py::str(py::type::of(r).attr("__name__")).cast<std::string>());
+    try {
+        return r.cast<int64_t>();
+    } catch (const py::cast_error &) {  // beyond int64: not a reduction either
+        throw AclnnFailure(ACLNN_ERR_PARAM_INVALID,
+                           "aclnnKlDivBackward: reduction should be 0 (none), 1 (mean), 2 (sum) or 3 (batchmean), "
+                           "but got " + py::str(r).cast<std::string>() + ".");
+    }
+}
+
+// grad_output, target: an ndarray keeps its dtype (mixed dtypes are allowed); a Python number
+// or sequence becomes an array of x's dtype.
+py::array like_x(py::handle obj, const char *name, const py::array &x) {
+    if (obj.is_none() || py::isinstance<py::array>(obj)) return as_input(obj, name);
+    py::array a = as_input(obj, name);
+    return as_input(a.attr("astype")(x.dtype()), name);
+}
+
+}  // namespace
+
+void bind_kl_div_backward(py::module_ &m, py::module_ &raw) {
+    m.def(
+        "kl_div_backward",
+        [](py::handle grad_output, py::handle x, py::handle target, py::object reduction, bool log_target,
+           py::handle out) {
+            py::array xs = as_input(x, "x");
+            py::array g = like_x(grad_output, "grad_output", xs), t = like_x(target, "target", xs);
+            const int64_t red = reduction_code(reduction);
+            py::array o = out.is_none() ? new_array(shape_of(xs), xs.dtype()) : as_output(out, "out");
+            TensorRef tg(g), tx(xs), tt(t), to(o);
+            run_two_phase(
+                [&](uint64_t *ws, aclOpExecutor **ex) {
+                    return aclnnKlDivBackwardGetWorkspaceSize(tg.get(), tx.get(), tt.get(), red, log_target, to.get(),
+                                                              ws, ex);
+                },
+                aclnnKlDivBackward);
+            return o;
+        },
+        py::arg("grad_output"), py::arg("x"), py::arg("target"), py::arg("reduction") = "mean",
+        py::arg("log_target") = false, py::arg("out") = py::none());
+
+    raw.def(
+        "kl_div_backward_get_workspace_size",
+        [](py::object grad_output, py::object self, py::object target, int64_t reduction, bool log_target,
+           py::object out) {
+            uint64_t ws = 0;
+            aclOpExecutor *ex = nullptr;
+            aclnnStatus s = aclnnKlDivBackwardGetWorkspaceSize(
+                tensor_arg(grad_output, "grad_output"), tensor_arg(self, "self"), tensor_arg(target, "target"),
+                reduction, log_target, tensor_arg(out, "out"), &ws, &ex);
+            return phase1_result(s, ws, ex, {grad_output, self, target, out});
+        },
+        py::arg("grad_output"), py::arg("self"), py::arg("target"), py::arg("reduction"), py::arg("log_target"),
+        py::arg("out"));
+    raw.def(
+        "kl_div_backward",
+        [](py::object workspace, uint64_t workspace_size, py::object executor, py::object stream) {
+            return run_phase2(aclnnKlDivBackward, workspace, workspace_size, executor, stream);
+        },
+        py::arg("workspace"), py::arg("workspace_size"), py::arg("executor"), py::arg("stream") = py::none());
+}
+
+}  // namespace agpy
