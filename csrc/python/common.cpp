@@ -140,6 +140,12 @@ py::array as_input(py::handle obj, const char *name) {
     return a;
 }
 
+py::array as_input_like(py::handle obj, const char *name, const py::array &like) {
+    if (obj.is_none() || py::isinstance<py::array>(obj) || py::isinstance(obj, numpy().attr("generic")))
+        return as_input(obj, name);
+    return as_input(as_input(obj, name).attr("astype")(like.dtype()), name);
+}
+
 py::array as_output(py::handle obj, const char *name) {
     if (!py::isinstance<py::array>(obj))
         throw py::type_error(std::string(name) + " must be a numpy.ndarray, got " +
@@ -162,6 +168,12 @@ aclTensor *tensor_arg(py::handle obj, const char *name) {
     if (!py::isinstance<PyTensor>(obj))
         throw py::type_error(std::string(name) + " must be an aclnn.Tensor or None");
     return obj.cast<PyTensor &>().ref->get();
+}
+
+aclScalar *scalar_arg(py::handle obj, const char *name) {
+    if (obj.is_none()) return nullptr;
+    if (!py::isinstance<PyScalar>(obj)) throw py::type_error(std::string(name) + " must be an aclnn.Scalar or None");
+    return obj.cast<PyScalar &>().s;
 }
 
 py::tuple phase1_result(aclnnStatus s, uint64_t ws, aclOpExecutor *ex, std::vector<py::object> keep) {

@@ -48,6 +48,9 @@ private:
 // An array-like as an ndarray the kernels can read in place: ndarrays are used as they are
 // (any strides) unless misaligned or byte-swapped; TypeError for non-numeric input.
 py::array as_input(py::handle obj, const char *name);
+// An input whose Python numbers and sequences take `like`'s dtype (ndarrays and NumPy scalars
+// keep their own, as in NumPy's promotion of weak Python scalars).
+py::array as_input_like(py::handle obj, const char *name, const py::array &like);
 // `out=`: a writeable ndarray usable in place, else TypeError/ValueError.
 py::array as_output(py::handle obj, const char *name);
 py::array new_array(const std::vector<int64_t> &shape, const py::dtype &dt);
@@ -80,6 +83,7 @@ struct PyExecutor {
 };
 
 aclTensor *tensor_arg(py::handle obj, const char *name);  // None -> NULL
+aclScalar *scalar_arg(py::handle obj, const char *name);  // aclnn.Scalar; None -> NULL
 // (status, workspace_size, Executor | None) from a phase-1 call
 py::tuple phase1_result(aclnnStatus s, uint64_t ws, aclOpExecutor *ex, std::vector<py::object> keep);
 aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspace_size, py::object executor,

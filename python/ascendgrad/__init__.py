@@ -10,8 +10,10 @@ from ._ops import (
     cross_entropy_loss_grad,
     get_num_threads,
     kl_div_backward,
+    log_sigmoid_backward,
     set_num_threads,
     softmax_backward,
+    softshrink_backward,
 )
 
 __all__ = [
@@ -20,6 +22,8 @@ __all__ = [
     "cross_entropy_loss_grad",
     "get_num_threads",
     "kl_div_backward",
+    "log_sigmoid_backward",
     "set_num_threads",
     "softmax_backward",
+    "softshrink_backward",
 ]

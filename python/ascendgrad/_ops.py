@@ -39,6 +39,69 @@ def softmax_backward(
     return _core.softmax_backward(grad_output, output, dim, out)
 
 
+def log_sigmoid_backward(
+    grad_output: ArrayLike, x: ArrayLike, buffer: ArrayLike | None = None, *, out: np.ndarray | None = None
+) -> np.ndarray:
+    """Gradient of ``log_sigmoid(x) = log(1 / (1 + exp(-x)))`` with respect to x.
+
+    ``out = grad_output / (1 + exp(x))``, computed stably as z = exp(-|x|);
+    ``x < 0 ? g / (1 + z) : g * z / (1 + z)``: x = -inf gives g, x = +inf gives 0, NaN gives NaN,
+    and no x overflows.
+
+    Args:
+        grad_output: upstream gradient g, x's shape and dtype (a Python number or sequence
+            takes x's dtype).
+        x: the forward's input, rank 0..8; float16, bfloat16 (``ml_dtypes.bfloat16``), float32
+            or float64.
+        buffer: the forward's intermediate (PyTorch's ``log_sigmoid_forward`` buffer); accepted
+            for parity and ignored, as in CANN (``None``: x is passed, the C API wants one).
+        out: optional array of x's shape and any of the four float dtypes; may be
+            ``grad_output`` or ``x`` itself (in place).
+
+    Returns:
+        The gradient, of x's dtype unless ``out`` is given. Half types are computed in float32,
+        float64 in float64, and rounded once into the result.
+
+    Raises:
+        AclnnError: status 161002 for mismatched shapes or dtypes, unsupported dtypes,
+            rank > 8, or ``out`` partially overlapping an input.
+        TypeError: non-numeric input.
+    """
+    return _core.log_sigmoid_backward(grad_output, x, buffer, out)
+
+
+def softshrink_backward(
+    grad_output: ArrayLike, x: ArrayLike, lambd: float = 0.5, *, out: np.ndarray | None = None
+) -> np.ndarray:
+    """Gradient of ``softshrink(x, lambd)`` with respect to x.
+
+    ``out = grad_output`` where ``|x| > lambd``, 0 where ``-lambd <= x <= lambd`` (the band is
+    closed: the gradient at ±lambd is 0, even for an infinite or NaN g), NaN where x is NaN.
+
+    Args:
+        grad_output: upstream gradient g; broadcasts with x (NumPy rules).
+        x: the forward's input. Both float16, bfloat16 (``ml_dtypes.bfloat16``), float32 or
+            float64, and they may differ: computed in float64 if either is float64, else in
+            float32. A Python number or sequence takes the other operand's dtype.
+        lambd: λ >= 0, a real number (a Python float is passed as float64, an int as int64; a
+            NumPy scalar keeps its dtype); λ is rounded to the compute type.
+        out: optional array of the broadcast shape and any float dtype; may be ``grad_output``
+            or ``x`` itself when it has the broadcast shape (in place).
+
+    Returns:
+        The gradient, of the broadcast shape and dtype ``numpy.result_type(grad_output, x)``
+        (float32 for float16 with bfloat16, which NumPy cannot promote) unless ``out`` is given.
+
+    Raises:
+        AclnnError: status 161002 for λ < 0 or NaN (``lambd should be greater or equal to 0,
+            but found to be [...]``), shapes that do not broadcast, ``out`` of another shape,
+            unsupported dtypes, or ``out`` partially overlapping an input; 161001 for
+            ``lambd=None``.
+        TypeError: non-numeric input, or a λ that is not a single number.
+    """
+    return _core.softshrink_backward(grad_output, x, lambd, out)
+
+
 def cross_entropy_loss_grad(
     grad_loss: ArrayLike,
     log_prob: ArrayLike,

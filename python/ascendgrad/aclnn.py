@@ -22,9 +22,13 @@ from ._core.aclnn import (
     get_recent_err_msg,
     kl_div_backward,
     kl_div_backward_get_workspace_size,
+    log_sigmoid_backward,
+    log_sigmoid_backward_get_workspace_size,
     set_executor_repeatable,
     softmax_backward,
     softmax_backward_get_workspace_size,
+    softshrink_backward,
+    softshrink_backward_get_workspace_size,
 )
 
 
@@ -73,7 +77,11 @@ __all__ = [
     "get_recent_err_msg",
     "kl_div_backward",
     "kl_div_backward_get_workspace_size",
+    "log_sigmoid_backward",
+    "log_sigmoid_backward_get_workspace_size",
     "set_executor_repeatable",
     "softmax_backward",
     "softmax_backward_get_workspace_size",
+    "softshrink_backward",
+    "softshrink_backward_get_workspace_size",
 ]
