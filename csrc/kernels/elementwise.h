@@ -160,7 +160,9 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
 
 // out[i] = op(load<C>(in[0][i]), load<C>(in[1][i]), ...), stored (rounded once) as O, where
 // in[k] (element type T_k) is broadcast to out's shape. op takes and returns C; keep it free of
-// branches the compiler cannot turn into selects so that the contiguous loop vectorizes.
+// branches the compiler cannot turn into selects so that the contiguous loop vectorizes. op must
+// give the same bits vectorized and scalar: no vector math library (libmvec exp differs from
+// scalar exp), since which elements fall in a loop's scalar tail moves with the thread split.
 // Example: map<float, float, half_t, half_t>(out, {g, x}, [](float g, float x) { ... });
 template <class C, class O, class... T, class Op>
 void map(const View &out, const View (&in)[sizeof...(T)], Op op) {
