@@ -24,3 +24,39 @@ def test_help_lists_commands_and_flags():
 
 def test_unknown_command_fails():
     assert cli("frobnicate").returncode != 0
+
+
+def test_check_passes_and_writes_json(tmp_path):
+    out = tmp_path / "r.json"
+    r = cli("check", "--op", "softshrink_backward", "kl_div_backward", "--dtype", "float32", "bfloat16",
+            "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "kl_div_backward" in r.stdout and "worst rel. error" in r.stdout
+    import json
+
+    records = json.loads(out.read_text())
+    assert {rec["op"] for rec in records} == {"softshrink_backward", "kl_div_backward"}
+    assert {rec["dtype"] for rec in records} == {"float32", "bfloat16"}
+    assert all(rec["passed"] for rec in records)
+    assert "kl_div_backward[bfloat16]:" in r.stderr  # progress lines when not on a terminal
+
+
+def test_check_exits_1_on_a_failure(monkeypatch, capsys):
+    import argparse
+
+    from ascendgrad import _check, gradcheck
+
+    real = gradcheck.gradcheck
+
+    def wrong_sometimes(op, **kw):
+        res = real(op, **kw)
+        if kw.get("dtype") == "float16":
+            res.passed = False
+        return res
+
+    monkeypatch.setattr(_check, "gradcheck", wrong_sometimes)
+    args = argparse.Namespace(op=["log_sigmoid_backward"], dtype=["float32", "float16"], fast=False, seed=0,
+                              json=None)
+    assert _check.run(args) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "log_sigmoid_backward[float16]" in out

@@ -90,6 +90,12 @@ class _Progress:
             self.stream.flush()
 
 
+def _tol_ratio(res) -> float:
+    """Largest |error| / tolerance over the compared elements and probes of a result."""
+    ratios = [e.abs_err / e.tol for e in res.worst if e.tol > 0] + [p.error / p.tol for p in res.probes if p.tol > 0]
+    return max(ratios, default=0.0)
+
+
 def run(args: argparse.Namespace) -> int:
     plan: List[Tuple[str, str, List[Dict[str, Any]]]] = [
         (op, dt, list(cases(op))) for op in args.op for dt in args.dtype
@@ -98,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     records, rows, failures = [], [], []
     t0 = time.perf_counter()
     for op, dt, opts_list in plan:
-        passed, worst = 0, 0.0
+        passed, worst, worst_ratio = 0, 0.0, 0.0
         for opts in opts_list:
             opts = dict(opts)
             shape = opts.pop("shape", None)
@@ -106,24 +112,29 @@ def run(args: argparse.Namespace) -> int:
                 res = gradcheck(op, dtype=dt, shape=shape, seed=args.seed,
                                 fast_mode=True if args.fast else None, **opts)
                 ok, rel, text = bool(res), float(res.max_rel_err), str(res)
+                ratio = _tol_ratio(res)
                 rec = {"max_abs_err": res.max_abs_err, "max_rel_err": res.max_rel_err,
                        "worst_index": res.worst_index, "fast_mode": res.fast_mode}
             except Exception as e:  # a kernel error is a failed case, reported, not a crash
                 ok, rel, text, rec = False, float("inf"), f"{op}[{dt}] {opts}: {type(e).__name__}: {e}", {}
+                ratio = float("inf")
             passed += ok
             worst = max(worst, rel)
+            worst_ratio = max(worst_ratio, ratio)
             if not ok:
                 failures.append(text)
             records.append({"op": op, "dtype": dt, "shape": shape, "options": opts, "passed": ok, **rec,
                             "report": text})
             progress.step(f"{op}[{dt}]")
-        rows.append((op, dt, len(opts_list), passed, worst))
+        rows.append((op, dt, len(opts_list), passed, worst, worst_ratio))
         progress.group(f"{op}[{dt}]: {passed}/{len(opts_list)} passed")
     progress.close()
 
-    print(f"{'operator':<26} {'dtype':<9} {'cases':>5} {'passed':>6}  worst rel. error")
-    for op, dt, n, ok, worst in rows:
-        print(f"{op:<26} {dt:<9} {n:>5} {ok:>6}  {worst:.3g}")
+    # rel. error is |a - n| / |n| (large where the gradient is near 0); err/tol is the margin
+    # under the dtype's tolerance rule, which decides pass (<= 1) or fail.
+    print(f"{'operator':<26} {'dtype':<9} {'cases':>5} {'passed':>6} {'worst rel. error':>17} {'worst err/tol':>14}")
+    for op, dt, n, ok, worst, ratio in rows:
+        print(f"{op:<26} {dt:<9} {n:>5} {ok:>6} {worst:>17.3g} {ratio:>14.3g}")
     total, good = sum(r[2] for r in rows), sum(r[3] for r in rows)
     print(f"{good}/{total} cases passed in {time.perf_counter() - t0:.1f} s")
     for text in failures:
