@@ -403,6 +403,35 @@ TEST(CrossEntropyLossGradValues, InPlaceIntoLogProb) {
     }
 }
 
+TEST(CrossEntropyLossGradValues, ColumnMajorTraversalGivesBitwiseTheSameResults) {
+    // a column-major log_prob is walked down its columns: same per-element arithmetic
+    for (aclDataType dt : float_dtypes())
+        for (int mode = 0; mode < 3; ++mode)
+            for (auto nc : std::vector<std::pair<int64_t, int64_t>>{{130, 7}, {70, 5000}, {3, 9}}) {
+                Opts o;
+                o.dt = dt, o.n = nc.first, o.c = nc.second, o.ignore = true, o.reduction = "none";
+                o.weight = mode == 2, o.eps = mode ? 0.1 : 0.0, o.zeta = mode == 1 ? 0.2 : 0.0;
+                Ce p = make(o);
+                p.out = HostTensor({o.n, o.c}, dt);
+                ASSERT_EQ(p.run(), ACLNN_SUCCESS);
+                const std::vector<double> rowwise = p.out.values();
+                HostTensor f({o.n, o.c}, {1, o.n}, 0, dt);
+                f.fill(p.lp.values());
+                std::swap(p.lp, f);
+                ASSERT_EQ(p.run(), ACLNN_SUCCESS);
+                EXPECT_EQ(p.out.values(), rowwise) << describe(o);
+                // and in place into the column-major log_prob
+                uint64_t ws;
+                aclOpExecutor *ex;
+                ASSERT_EQ(aclnnCrossEntropyLossGradGetWorkspaceSize(p.gl.t(), p.lp.t(), p.tg.t(), p.w.t(), nullptr,
+                                                                    p.lse.t(), red_arg("none"), p.ignore, p.eps,
+                                                                    p.zeta, p.lp.t(), &ws, &ex),
+                          ACLNN_SUCCESS);
+                ASSERT_EQ(aclnnCrossEntropyLossGrad(nullptr, 0, ex, nullptr), ACLNN_SUCCESS);
+                EXPECT_EQ(p.lp.values(), rowwise) << describe(o);
+            }
+}
+
 TEST(CrossEntropyLossGradValues, LargeBatch) {
     Opts o;
     o.n = 200000, o.c = 3, o.weight = true, o.ignore = true, o.eps = 0.05;

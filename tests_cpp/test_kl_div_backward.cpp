@@ -636,6 +636,7 @@ TEST(KlDivBackwardDeterminism, BitwiseIdenticalForAnyThreadCount) {
         {{300, 1, 1}, {300, 20, 10}, {20, 1}},
         {{5, 1, 7}, {5, 2000, 7}, {}},
         {{}, {70000}, {70000}},                // one out element
+        {{3, 1, 2, 1}, {3, 200, 2, 300}, {1}}, // few out elements, long sums over two dims: chunked
     };
     for (const Case &c : big)
         for (aclDataType dt : float_dtypes())

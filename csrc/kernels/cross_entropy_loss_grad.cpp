@@ -112,38 +112,85 @@ void run(const CeArgs &g, const CeScan &scan) {
         }
     }
 
-    const bool contig = lc == 1 && oc == 1;
+    // Row constants in double, rounded once to the compute type.
+    struct Row {
+        int64_t t;
+        bool kept;
+        C k, b, a;
+    };
+    auto row = [&](int64_t i) {
+        Row r{int64_t(tg[i * ts]), true, C(0), C(0), C(0)};
+        if (r.t == g.ignore_index) {  // m_i = 0: the whole row is zero
+            r.kept = false;
+            return r;
+        }
+        const double s = per_row ? load<double>(gl + i * gls) : s_all;
+        const double a = s * (1 - eps) * (weighted ? wd[r.t] : 1.0);
+        const double b = smooth ? s * eps / double(classes) : 0.0;
+        double k = smooth ? a + b * w_sum : a;
+        if (zloss) {
+            const double z = per_row ? load<double>(gl + i * gls) + (gz ? load<double>(gz + i * gzs) : 0.0) : z_all;
+            k += 2 * zeta * load<double>(lse + i * lses) * z;
+        }
+        r.k = C(k), r.b = C(b), r.a = C(a);
+        return r;
+    };
+    const C *w = weighted ? wc.data() : nullptr;
     const int mode = !smooth ? 0 : weighted ? 2 : 1;
+    auto with_mode = [&](auto &&f) {
+        if (mode == 0) f(std::integral_constant<int, 0>{});
+        else if (mode == 1) f(std::integral_constant<int, 1>{});
+        else f(std::integral_constant<int, 2>{});
+    };
+    // Every element is computed on its own from its row's constants, so the traversal order
+    // (and the split into work units) does not change any result.
     constexpr int64_t kBlock = 4096;  // columns per work unit: wide rows still spread over threads
     const int64_t blocks = (classes + kBlock - 1) / kBlock;
+    const auto mag = [](int64_t v) { return v < 0 ? -v : v; };
+    if (n > 1 && mag(lr) < mag(lc)) {
+        // log_prob column-major-ish: blocks of rows, walked down the columns
+        constexpr int64_t kRows = 64;
+        const int64_t rblocks = (n + kRows - 1) / kRows;
+        parallel_for(rblocks * blocks, n * classes, [&](int64_t ub, int64_t ue) {
+            Row rows[kRows];
+            for (int64_t u = ub; u < ue; ++u) {
+                const int64_t i0 = (u / blocks) * kRows, nr = std::min(kRows, n - i0);
+                const int64_t j0 = (u % blocks) * kBlock, j1 = std::min(classes, j0 + kBlock);
+                for (int64_t r = 0; r < nr; ++r) rows[r] = row(i0 + r);
+                with_mode([&](auto m) {
+                    constexpr int M = decltype(m)::value;
+                    for (int64_t j = j0; j < j1; ++j)
+                        for (int64_t r = 0; r < nr; ++r) {
+                            const Row &q = rows[r];
+                            T *o = out + (i0 + r) * orow + j * oc;
+                            if (!q.kept) {
+                                store(o, C(0));
+                                continue;
+                            }
+                            const C v = elem<M>(C(std::exp(load<C>(lp + (i0 + r) * lr + j * lc))), q.k, q.b, w, j);
+                            store(o, j == q.t ? C(v - q.a) : v);
+                        }
+                });
+            }
+        });
+        return;
+    }
+    const bool contig = lc == 1 && oc == 1;
     parallel_for(n * blocks, n * classes, [&](int64_t ub, int64_t ue) {
         for (int64_t u = ub; u < ue; ++u) {
             const int64_t i = u / blocks, j0 = (u % blocks) * kBlock, j1 = std::min(classes, j0 + kBlock);
             const T *l = lp + i * lr;
             T *o = out + i * orow;
-            const int64_t t = int64_t(tg[i * ts]);
-            if (t == g.ignore_index) {  // m_i = 0: the whole row is zero
+            const Row q = row(i);
+            if (!q.kept) {
                 for (int64_t j = j0; j < j1; ++j) store(o + j * oc, C(0));
                 continue;
             }
-            const double s = per_row ? load<double>(gl + i * gls) : s_all;
-            const double a = s * (1 - eps) * (weighted ? wd[t] : 1.0);
-            const double b = smooth ? s * eps / double(classes) : 0.0;
-            double k = smooth ? a + b * w_sum : a;
-            if (zloss) {
-                const double z = per_row ? load<double>(gl + i * gls) + (gz ? load<double>(gz + i * gzs) : 0.0) : z_all;
-                k += 2 * zeta * load<double>(lse + i * lses) * z;
-            }
-            const C kc = C(k), bc = C(b), ac = C(a);
-            const C *w = weighted ? wc.data() : nullptr;
-            auto go = [&](auto m) {
+            with_mode([&](auto m) {
                 constexpr int M = decltype(m)::value;
-                if (contig) row_block<M, true>(l, 1, o, 1, j0, j1, t, kc, bc, ac, w);
-                else row_block<M, false>(l, lc, o, oc, j0, j1, t, kc, bc, ac, w);
-            };
-            if (mode == 0) go(std::integral_constant<int, 0>{});
-            else if (mode == 1) go(std::integral_constant<int, 1>{});
-            else go(std::integral_constant<int, 2>{});
+                if (contig) row_block<M, true>(l, 1, o, 1, j0, j1, q.t, q.k, q.b, q.a, w);
+                else row_block<M, false>(l, lc, o, oc, j0, j1, q.t, q.k, q.b, q.a, w);
+            });
         }
     });
 }

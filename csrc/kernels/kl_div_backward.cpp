@@ -1,9 +1,11 @@
 // KL-divergence backward w.r.t. self. Without broadcast dims to sum over it is a pointwise map
-// (elementwise.h). Otherwise each out element sums the terms of its pre-images in B in index
-// order, in double: terms are computed in the compute type C, the sum is rounded once into out.
+// (elementwise.h). Otherwise each out element sums the terms of its pre-images in B in an order
+// fixed by the shapes, in double: terms are computed in the compute type C, the sum is rounded
+// once into out.
 #include "kl_div_backward.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "elementwise.h"
 
@@ -75,6 +77,34 @@ void reduce(const KlArgs &a) {
         });
         return;
     }
+    const bool lt = a.log_target;
+    const double c = a.scale;
+    const int64_t kout = kit.numel();
+    constexpr int64_t kChunk = 1 << 15;
+    if (kout <= 64 && rnum >= 2 * kChunk) {
+        // Few out elements with long sums: each sum is cut into fixed chunks of pre-images (by
+        // shape alone), summed in parallel, then added up in chunk order.
+        const int64_t nch = (rnum + kChunk - 1) / kChunk;
+        std::vector<double> part(size_t(kout * nch));
+        parallel_for(kout * nch, kout * rnum, [&](int64_t b, int64_t e) {
+            for (int64_t u = b; u < e; ++u) {
+                const Walker<3> kp(kit, u / nch);
+                const int64_t r0 = (u % nch) * kChunk, r1 = std::min(rnum, r0 + kChunk);
+                Walker<2> rp(rit, r0);
+                double s = 0;
+                for (int64_t r = r0; r < r1; ++r, rp.next())
+                    s += double(term(load<C>(g + kp.off[1] + rp.off[0]), load<C>(t + kp.off[2] + rp.off[1]), lt));
+                part[size_t(u)] = s;
+            }
+        });
+        for (int64_t k = 0; k < kout; ++k) {
+            double s = 0;
+            for (int64_t ch = 0; ch < nch; ++ch) s += part[size_t(k * nch + ch)];
+            const Walker<3> kp(kit, k);
+            store_any(out + kp.off[0] * int64_t(oes), odt, -s * c);
+        }
+        return;
+    }
     // innermost reduced dim: a plain loop; the rest walked with Walker
     const int64_t rin = rit.shape[rit.ndim - 1];
     const int64_t rig = rit.stride[0][rit.ndim - 1], rit_ = rit.stride[1][rit.ndim - 1];
@@ -85,8 +115,6 @@ void reduce(const KlArgs &a) {
     // either way each out element adds its terms in the same (reduced index) order.
     const auto mag = [](int64_t s) { return s < 0 ? -s : s; };
     const bool r_inner = mag(rit_) < mag(kit_) || (mag(rit_) == mag(kit_) && mag(rig) <= mag(kig));
-    const bool lt = a.log_target;
-    const double c = a.scale;
 
     parallel_for(units, kouter.numel() * kin * rnum, [&](int64_t b, int64_t e) {
         double acc[kW];

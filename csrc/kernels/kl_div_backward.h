@@ -13,8 +13,9 @@ struct KlArgs {
 };
 
 // out = sum over B's broadcast dims of -(log_target ? exp(t) : t) * g * c, back to out's shape.
-// Each out element is owned by one thread and sums its pre-images in index order, so results do
-// not depend on the thread count; an empty pre-image (a dim of B is 0) gives 0. out may be grad
+// Each out element's sum runs in an order fixed by the shapes alone (its pre-images in index
+// order; with few out elements and long sums, fixed chunks of them added up in chunk order), so
+// results do not depend on the thread count; an empty pre-image (a dim of B is 0) gives 0. out may be grad
 // or target itself when it has B's shape (then every out element reads only its own position).
 void kl_div_backward(const KlArgs &a);
 
