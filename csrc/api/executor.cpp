@@ -1,6 +1,8 @@
 #include "executor.h"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -36,6 +38,21 @@ void retire(aclOpExecutor *h) {
     r.live.erase(reinterpret_cast<uintptr_t>(h));
 }
 
+using IO = std::array<kern::View, Executor::kMaxIO>;
+
+// Runs exec with `io` in place of its own, which it gets back afterwards.
+aclnnStatus run_with(Executor &exec, const IO &io, void *workspace) {
+    std::lock_guard<std::mutex> lock(exec.mu);
+    struct Restore {
+        Executor &e;
+        IO saved;
+        ~Restore() { std::copy(saved.begin(), saved.end(), std::begin(e.io)); }
+    } restore{exec, {}};
+    std::copy(std::begin(exec.io), std::end(exec.io), restore.saved.begin());
+    std::copy(io.begin(), io.end(), std::begin(exec.io));
+    return exec.run(workspace);
+}
+
 }  // namespace
 
 aclnnStatus publish(std::unique_ptr<Executor> exec, uint64_t *workspaceSize, aclOpExecutor **executor) {
@@ -61,13 +78,13 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
                     "%s: executor %p is not live: it was already run (executors are single-use unless made "
                     "repeatable) or destroyed.",
                     op, static_cast<void *>(executor));
+    // A single-use executor is consumed by this call, whatever its outcome.
+    if (!exec->repeatable) retire(executor);
     std::shared_ptr<Stream> s;
     if (stream) {
         s = find_stream(stream);
         if (!s) return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is not a live stream.", op, stream);
     }
-    // A single-use executor is consumed by this call, whatever its outcome.
-    if (!exec->repeatable) retire(executor);
     if (std::strcmp(exec->op, op) != 0)
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: executor was created by %sGetWorkspaceSize.", op, exec->op);
     if (workspaceSize < exec->workspace)
@@ -77,8 +94,18 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: workspace is NULL but workspaceSize is %llu.", op,
                     (unsigned long long)workspaceSize);
     if (exec->empty) return ACLNN_SUCCESS;
-    if (!s) return exec->run(workspace);
-    if (!submit(*s, [exec, workspace] { return exec->run(workspace); }))
+    if (!s) {
+        std::lock_guard<std::mutex> lock(exec->mu);
+        return exec->run(workspace);
+    }
+    // The queued run uses the tensor addresses of this launch, whatever a later
+    // aclSetInputTensorAddr / aclSetOutputTensorAddr sets before it gets to run.
+    IO io;
+    {
+        std::lock_guard<std::mutex> lock(exec->mu);
+        std::copy(std::begin(exec->io), std::end(exec->io), io.begin());
+    }
+    if (!submit(*s, [exec, workspace, io] { return run_with(*exec, io, workspace); }))
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is being destroyed.", op, stream);
     return ACLNN_SUCCESS;
 }
@@ -114,11 +141,26 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
     });
 }
 
+// The aclDataType a validated kernel view has (the inverse of to_kern on validated dtypes).
+static aclDataType from_kern(ag::kern::DType t) {
+    switch (t) {
+        case ag::kern::DType::F16: return ACL_FLOAT16;
+        case ag::kern::DType::BF16: return ACL_BF16;
+        case ag::kern::DType::F32: return ACL_FLOAT;
+        case ag::kern::DType::F64: return ACL_DOUBLE;
+        case ag::kern::DType::I32: return ACL_INT32;
+        case ag::kern::DType::I64: return ACL_INT64;
+        case ag::kern::DType::Bool: return ACL_BOOL;
+    }
+    return ACL_DT_UNDEFINED;
+}
+
 static aclnnStatus set_addr(const char *fn, aclOpExecutor *executor, size_t index, bool output,
                             aclTensor *tensor, void *addr) {
     if (!executor || !tensor) return fail(ACLNN_ERR_PARAM_NULLPTR, "%s: executor or tensor is nullptr.", fn);
     auto exec = ag::find(executor);
     if (!exec) return fail(ACLNN_ERR_PARAM_INVALID, "%s: executor %p is not live.", fn, static_cast<void *>(executor));
+    std::lock_guard<std::mutex> lock(exec->mu);  // not while a run uses io
     const size_t count = output ? exec->n_out : exec->n_in;
     if (index >= count)
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: index %zu out of range: %s has %zu %s.", fn, index, exec->op,
@@ -126,7 +168,8 @@ static aclnnStatus set_addr(const char *fn, aclOpExecutor *executor, size_t inde
     ag::kern::View &v = exec->io[(output ? exec->n_in : 0) + index];
     if (!v.data) return fail(ACLNN_ERR_PARAM_INVALID, "%s: %s %zu was not given in phase 1.", fn,
                              output ? "output" : "input", index);
-    if (tensor->rank() != v.ndim || ag::to_kern(tensor->dtype) != v.dtype ||
+    // to_kern maps dtypes no kernel uses to F32: compare with the dtype the view came from
+    if (tensor->rank() != v.ndim || tensor->dtype != from_kern(v.dtype) ||
         !std::equal(tensor->view.begin(), tensor->view.end(), v.shape) ||
         !std::equal(tensor->strides.begin(), tensor->strides.end(), v.stride))
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: tensor %s does not match the view given in phase 1.", fn,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "aclnn/acl_meta.h"
 #include "kernels/common.h"
@@ -25,6 +26,10 @@ struct Executor {
     // writing anything. Never called for empty problems.
     virtual aclnnStatus run(void *workspace) = 0;
     bool empty = false;  // nothing to compute (some tensor has no elements)
+    // Guards io while a run uses it: runs of one executor are serialized, and a run queued on a
+    // stream swaps in the io of its launch (see launch), so aclSet*TensorAddr after the launch
+    // only affects later launches.
+    std::mutex mu;
 };
 
 // Phase 1 tail: registers exec and hands out its handle and workspace size.
