@@ -177,11 +177,19 @@ void check(const Kl &p) {
     expect_matches_reference(p, describe(p));
 }
 
+// Phase 1 only; a failure must leave out (a canary), workspaceSize and executor as they were.
 aclnnStatus phase1_status(const Kl &p) {
-    uint64_t ws = 0;
+    uint64_t ws = 12345;
     aclOpExecutor *ex = nullptr;
+    const std::vector<unsigned char> before = p.out.t() ? p.out.storage_bytes() : std::vector<unsigned char>();
     const aclnnStatus s = p.phase1(&ws, &ex);
-    if (s == ACLNN_SUCCESS) aclDestroyAclOpExecutor(ex);
+    if (s == ACLNN_SUCCESS) {
+        aclDestroyAclOpExecutor(ex);
+    } else {
+        EXPECT_EQ(ws, 12345u);
+        EXPECT_EQ(ex, nullptr);
+        if (p.out.t()) EXPECT_TRUE(p.out.storage_bytes() == before) << "out written by a failed phase 1";
+    }
     return s;
 }
 

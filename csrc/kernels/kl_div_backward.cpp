@@ -67,7 +67,7 @@ void reduce(const KlArgs &a) {
     const int64_t units = kouter.numel() * blocks;
 
     if (rnum == 0) {  // every pre-image is empty: the gradient is 0
-        parallel_for(units, units * kW, [&](int64_t b, int64_t e) {
+        parallel_for(units, kit.numel(), [&](int64_t b, int64_t e) {
             for (int64_t u = b; u < e; ++u) {
                 const Walker<3> kp(kouter, u / blocks);
                 const int64_t j0 = (u % blocks) * kW, cols = std::min(kW, kin - j0);
@@ -154,7 +154,8 @@ void pointwise(const KlArgs &a) {
     const C c = C(a.scale);
     dispatch_float(o.dtype, [&](auto x) {
         using O = decltype(x);
-        // log_target decided outside the op, which stays branch-free and vectorizes
+        // log_target decided outside the op, which stays branch-free and vectorizes; scalar exp
+        // on purpose (see map() on vector math and determinism)
         if (a.log_target)
             map<C, O, G, T>(o, {a.grad, a.target}, [c](C gv, C tv) { return -(C(std::exp(tv)) * gv) * c; });
         else
