@@ -5,14 +5,6 @@
 namespace agpy {
 namespace {
 
-// grad_loss, grad_zloss, lse_for_zloss: an ndarray is used as it is; a Python number or
-// sequence (no dtype of its own) becomes an array of log_prob's dtype.
-py::array like_log_prob(py::handle obj, const char *name, const py::dtype &dt) {
-    if (obj.is_none() || py::isinstance<py::array>(obj)) return as_input(obj, name);
-    py::array a = as_input(obj, name);  // TypeError for non-numeric input
-    return as_input(a.attr("astype")(dt), name);
-}
-
 // reductionOptional: None -> NULL ("mean"); otherwise a str, checked by the library.
 const char *reduction_arg(const py::object &reduction, std::string *keep) {
     if (reduction.is_none()) return nullptr;
@@ -32,16 +24,17 @@ void bind_cross_entropy_loss_grad(py::module_ &m, py::module_ &raw) {
            int64_t ignore_index, double label_smoothing, py::handle grad_zloss, py::handle lse_for_zloss,
            double lse_square_scale_for_zloss, py::handle out) {
             py::array lp = as_input(log_prob, "log_prob");
-            py::array gl = like_log_prob(grad_loss, "grad_loss", lp.dtype());
+            // Python numbers and sequences (no dtype of their own) take log_prob's dtype
+            py::array gl = as_input_like(grad_loss, "grad_loss", lp);
             py::array tg = as_input(target, "target");
             std::string red_keep;
             const char *red = reduction_arg(reduction, &red_keep);
             std::unique_ptr<TensorRef> tw, tgz, tlse;
             if (!weight.is_none()) tw = std::make_unique<TensorRef>(as_input(weight, "weight"));
             if (!grad_zloss.is_none())
-                tgz = std::make_unique<TensorRef>(like_log_prob(grad_zloss, "grad_zloss", lp.dtype()));
+                tgz = std::make_unique<TensorRef>(as_input_like(grad_zloss, "grad_zloss", lp));
             if (!lse_for_zloss.is_none())
-                tlse = std::make_unique<TensorRef>(like_log_prob(lse_for_zloss, "lse_for_zloss", lp.dtype()));
+                tlse = std::make_unique<TensorRef>(as_input_like(lse_for_zloss, "lse_for_zloss", lp));
             py::array o = out.is_none() ? new_array(shape_of(lp), lp.dtype()) : as_output(out, "out");
             TensorRef tgl(gl), tlp(lp), ttg(tg), to(o);
             run_two_phase(

@@ -28,14 +28,6 @@ int64_t reduction_code(const py::object &r) {
     }
 }
 
-// grad_output, target: an ndarray keeps its dtype (mixed dtypes are allowed); a Python number
-// or sequence becomes an array of x's dtype.
-py::array like_x(py::handle obj, const char *name, const py::array &x) {
-    if (obj.is_none() || py::isinstance<py::array>(obj)) return as_input(obj, name);
-    py::array a = as_input(obj, name);
-    return as_input(a.attr("astype")(x.dtype()), name);
-}
-
 }  // namespace
 
 void bind_kl_div_backward(py::module_ &m, py::module_ &raw) {
@@ -44,7 +36,8 @@ void bind_kl_div_backward(py::module_ &m, py::module_ &raw) {
         [](py::handle grad_output, py::handle x, py::handle target, py::object reduction, bool log_target,
            py::handle out) {
             py::array xs = as_input(x, "x");
-            py::array g = like_x(grad_output, "grad_output", xs), t = like_x(target, "target", xs);
+            // ndarrays keep their dtype (mixed dtypes are allowed); Python numbers and sequences take x's
+            py::array g = as_input_like(grad_output, "grad_output", xs), t = as_input_like(target, "target", xs);
             const int64_t red = reduction_code(reduction);
             py::array o = out.is_none() ? new_array(shape_of(xs), xs.dtype()) : as_output(out, "out");
             TensorRef tg(g), tx(xs), tt(t), to(o);
