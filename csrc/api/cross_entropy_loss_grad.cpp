@@ -20,7 +20,7 @@ enum { kGradLoss, kLogProb, kTarget, kWeight, kGradZloss, kLse, kOut };
 
 struct CrossEntropyLossGradExec : Executor {
     kern::CeArgs args;
-    aclnnStatus run(void *) override {
+    aclnnStatus run(const IO &io, void *) const override {
         kern::CeArgs a = args;  // views may have been repointed (aclSetInputTensorAddr)
         a.grad_loss = io[kGradLoss];
         a.log_prob = io[kLogProb];

@@ -1,8 +1,6 @@
 #include "executor.h"
 
 #include <algorithm>
-#include <array>
-#include <iterator>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -36,21 +34,6 @@ void retire(aclOpExecutor *h) {
     Registry &r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
     r.live.erase(reinterpret_cast<uintptr_t>(h));
-}
-
-using IO = std::array<kern::View, Executor::kMaxIO>;
-
-// Runs exec with `io` in place of its own, which it gets back afterwards.
-aclnnStatus run_with(Executor &exec, const IO &io, void *workspace) {
-    std::lock_guard<std::mutex> lock(exec.mu);
-    struct Restore {
-        Executor &e;
-        IO saved;
-        ~Restore() { std::copy(saved.begin(), saved.end(), std::begin(e.io)); }
-    } restore{exec, {}};
-    std::copy(std::begin(exec.io), std::end(exec.io), restore.saved.begin());
-    std::copy(io.begin(), io.end(), std::begin(exec.io));
-    return exec.run(workspace);
 }
 
 }  // namespace
@@ -94,18 +77,13 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: workspace is NULL but workspaceSize is %llu.", op,
                     (unsigned long long)workspaceSize);
     if (exec->empty) return ACLNN_SUCCESS;
-    if (!s) {
-        std::lock_guard<std::mutex> lock(exec->mu);
-        return exec->run(workspace);
-    }
-    // The queued run uses the tensor addresses of this launch, whatever a later
-    // aclSetInputTensorAddr / aclSetOutputTensorAddr sets before it gets to run.
-    IO io;
+    Executor::IO io;
     {
         std::lock_guard<std::mutex> lock(exec->mu);
-        std::copy(std::begin(exec->io), std::end(exec->io), io.begin());
+        io = exec->io;
     }
-    if (!submit(*s, [exec, workspace, io] { return run_with(*exec, io, workspace); }))
+    if (!s) return exec->run(io, workspace);
+    if (!submit(*s, [exec, workspace, io] { return exec->run(io, workspace); }))
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is being destroyed.", op, stream);
     return ACLNN_SUCCESS;
 }

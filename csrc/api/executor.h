@@ -2,6 +2,7 @@
 // never reused, so a stale or doubly destroyed handle is recognised instead of dereferenced.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
 
@@ -12,24 +13,25 @@ namespace ag {
 
 struct Executor {
     static constexpr int kMaxIO = 8;
+    using IO = std::array<kern::View, kMaxIO>;
 
     const char *op = "";           // operator name, for messages
     uint64_t workspace = 0;        // bytes phase 2 needs
     bool repeatable = false;
     // Inputs then outputs, in signature order; data == nullptr for an absent optional one.
     // Kept here so aclSetInputTensorAddr / aclSetOutputTensorAddr can repoint them.
-    kern::View io[kMaxIO];
+    IO io;
     int n_in = 0, n_out = 0;
+    bool empty = false;  // nothing to compute (some tensor has no elements)
+    // Guards io: a launch takes a copy of it, so aclSet*TensorAddr after a launch only affects
+    // later launches, even while earlier ones still wait on a stream.
+    std::mutex mu;
 
     virtual ~Executor() = default;
-    // Runs the computation; returns a status (with message) for data-dependent failures, before
-    // writing anything. Never called for empty problems.
-    virtual aclnnStatus run(void *workspace) = 0;
-    bool empty = false;  // nothing to compute (some tensor has no elements)
-    // Guards io while a run uses it: runs of one executor are serialized, and a run queued on a
-    // stream swaps in the io of its launch (see launch), so aclSet*TensorAddr after the launch
-    // only affects later launches.
-    std::mutex mu;
+    // Runs the computation on the views `io` (a launch-time copy of the member); returns a
+    // status (with message) for data-dependent failures, before writing anything. Never called
+    // for empty problems. Must not modify the executor: queued runs may overlap a later launch.
+    virtual aclnnStatus run(const IO &io, void *workspace) const = 0;
 };
 
 // Phase 1 tail: registers exec and hands out its handle and workspace size.

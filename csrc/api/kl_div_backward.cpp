@@ -13,7 +13,7 @@ constexpr const char *kOp = "aclnnKlDivBackward";
 
 struct KlDivBackwardExec : Executor {
     kern::KlArgs args;
-    aclnnStatus run(void *) override {
+    aclnnStatus run(const IO &io, void *) const override {
         kern::KlArgs a = args;  // views may have been repointed (aclSetInputTensorAddr)
         a.grad = io[0];
         a.target = io[2];

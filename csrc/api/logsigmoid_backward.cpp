@@ -13,7 +13,7 @@ constexpr const char *kOp = "aclnnLogSigmoidBackward";
 
 // io: gradOutput, self, buffer (never read), gradInput
 struct LogSigmoidBackwardExec : Executor {
-    aclnnStatus run(void *) override {
+    aclnnStatus run(const IO &io, void *) const override {
         kern::log_sigmoid_backward(io[0], io[1], io[3]);
         return ACLNN_SUCCESS;
     }

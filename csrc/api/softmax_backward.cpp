@@ -13,7 +13,7 @@ constexpr const char *kOp = "aclnnSoftmaxBackward";
 
 struct SoftmaxBackwardExec : Executor {
     int dim = 0;
-    aclnnStatus run(void *) override {
+    aclnnStatus run(const IO &io, void *) const override {
         kern::softmax_backward(io[0], io[1], dim, io[2]);
         return ACLNN_SUCCESS;
     }

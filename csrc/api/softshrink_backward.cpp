@@ -17,7 +17,7 @@ constexpr const char *kOp = "aclnnSoftshrinkBackward";
 // io: gradOutput, self, gradInput (the inputs in their own shapes; the kernel broadcasts)
 struct SoftshrinkBackwardExec : Executor {
     double lambd = 0.5;
-    aclnnStatus run(void *) override {
+    aclnnStatus run(const IO &io, void *) const override {
         kern::softshrink_backward(io[0], io[1], lambd, io[2]);
         return ACLNN_SUCCESS;
     }
