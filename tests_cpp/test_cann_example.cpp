@@ -1,149 +1,189 @@
-// A host program in the shape of CANN's published aclnnSoftmaxBackward example, unchanged in
-// its API use: acl init, device and stream, device memory with host->device copies, contiguous
-// aclTensors, the two phases on the stream, synchronize, device->host copy, and the teardown in
-// the documented order. Same data as the documentation: gradOutput {0..7} and output
-// {1,1,1,2,2,2,3,3}, shape [4, 2], dim 0, ACL_FLOAT.
+// Each operator's documented example, driven the way CANN host programs drive aclnn: aclInit,
+// a device and a stream, device memory filled by host->device copies, contiguous ND tensors
+// over it, the two phases on the stream, synchronize, device->host copy, teardown, aclFinalize.
 #include <gtest/gtest.h>
 
-#include <cstdio>
+#include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "acl/acl.h"
+#include "aclnnop/aclnn_cross_entropy_loss_grad.h"
+#include "aclnnop/aclnn_kl_div_backward.h"
+#include "aclnnop/aclnn_logsigmoid_backward.h"
 #include "aclnnop/aclnn_softmax_backward.h"
-
-#define CHECK_RET(cond, return_expr) \
-    do {                             \
-        if (!(cond)) {               \
-            return_expr;             \
-        }                            \
-    } while (0)
-
-#define LOG_PRINT(message, ...)         \
-    do {                                \
-        printf(message, ##__VA_ARGS__); \
-    } while (0)
+#include "aclnnop/aclnn_softshrink_backward.h"
 
 namespace {
 
-int64_t ShapeSize(const std::vector<int64_t> &shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-}
-
-int InitAcl(int32_t deviceId, aclrtStream *stream) {
-    auto ret = aclInit(nullptr);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclInit failed. ERROR: %d\n", ret); return ret);
-    ret = aclrtSetDevice(deviceId);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSetDevice failed. ERROR: %d\n", ret); aclFinalize(); return ret);
-    ret = aclrtCreateStream(stream);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtCreateStream failed. ERROR: %d\n", ret);
-              aclrtResetDevice(deviceId); aclFinalize(); return ret);
-    return 0;
-}
-
-// Device buffer filled from host data, and a contiguous ND tensor over it.
-template <typename T>
-int MakeDeviceTensor(const std::vector<T> &hostData, const std::vector<int64_t> &shape, void **deviceAddr,
-                     aclDataType dataType, aclTensor **tensor) {
-    const auto size = ShapeSize(shape) * sizeof(T);
-    auto ret = aclrtMalloc(deviceAddr, size, ACL_MEM_MALLOC_HUGE_FIRST);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtMalloc failed. ERROR: %d\n", ret); return ret);
-    ret = aclrtMemcpy(*deviceAddr, size, hostData.data(), size, ACL_MEMCPY_HOST_TO_DEVICE);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtMemcpy failed. ERROR: %d\n", ret); return ret);
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (int64_t i = int64_t(shape.size()) - 2; i >= 0; i--) strides[i] = shape[i + 1] * strides[i + 1];
-    *tensor = aclCreateTensor(shape.data(), shape.size(), dataType, strides.data(), 0, aclFormat::ACL_FORMAT_ND,
-                              shape.data(), shape.size(), *deviceAddr);
-    return 0;
-}
-
-// The example's main(), returning its status and handing the printed result back.
-int RunExample(const std::vector<float> &gradOutputHostData, const std::vector<float> &outputHostData,
-               std::vector<float> *result) {
-    int32_t deviceId = 0;
-    aclrtStream stream;
-    auto ret = InitAcl(deviceId, &stream);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("Init acl failed. ERROR: %d\n", ret); return ret);
-
-    std::vector<int64_t> gradOutputShape = {4, 2};
-    std::vector<int64_t> outputShape = {4, 2};
-    std::vector<int64_t> outShape = {4, 2};
-    void *gradOutputDeviceAddr = nullptr;
-    void *outputDeviceAddr = nullptr;
-    void *outDeviceAddr = nullptr;
-    aclTensor *gradOutput = nullptr;
-    aclTensor *output = nullptr;
-    aclTensor *out = nullptr;
-    std::vector<float> outHostData(8, 0.0f);
-    ret = MakeDeviceTensor(gradOutputHostData, gradOutputShape, &gradOutputDeviceAddr, aclDataType::ACL_FLOAT,
-                           &gradOutput);
-    CHECK_RET(ret == ACL_SUCCESS, return ret);
-    ret = MakeDeviceTensor(outputHostData, outputShape, &outputDeviceAddr, aclDataType::ACL_FLOAT, &output);
-    CHECK_RET(ret == ACL_SUCCESS, return ret);
-    ret = MakeDeviceTensor(outHostData, outShape, &outDeviceAddr, aclDataType::ACL_FLOAT, &out);
-    CHECK_RET(ret == ACL_SUCCESS, return ret);
-
-    uint64_t workspaceSize = 0;
-    aclOpExecutor *executor;
-    int64_t dim = 0;
-    ret = aclnnSoftmaxBackwardGetWorkspaceSize(gradOutput, output, dim, out, &workspaceSize, &executor);
-    CHECK_RET(ret == ACL_SUCCESS,
-              LOG_PRINT("aclnnSoftmaxBackwardGetWorkspaceSize failed. ERROR: %d\n", ret); return ret);
-    void *workspaceAddr = nullptr;
-    if (workspaceSize > 0) {
-        ret = aclrtMalloc(&workspaceAddr, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-        CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return ret);
+// Runtime set-up and teardown of one host program, and the device tensors it creates.
+class Program {
+public:
+    Program() {
+        EXPECT_EQ(aclInit(nullptr), ACL_SUCCESS);
+        EXPECT_EQ(aclrtSetDevice(kDevice), ACL_SUCCESS);
+        EXPECT_EQ(aclrtCreateStream(&stream_), ACL_SUCCESS);
     }
-    ret = aclnnSoftmaxBackward(workspaceAddr, workspaceSize, executor, stream);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnSoftmaxBackward failed. ERROR: %d\n", ret); return ret);
+    ~Program() {
+        for (auto &[tensor, dev] : device_) {
+            EXPECT_EQ(aclDestroyTensor(tensor), 0);
+            EXPECT_EQ(aclrtFree(dev.first), ACL_SUCCESS);
+        }
+        EXPECT_EQ(aclrtDestroyStream(stream_), ACL_SUCCESS);
+        EXPECT_EQ(aclrtResetDevice(kDevice), ACL_SUCCESS);
+        EXPECT_EQ(aclFinalize(), ACL_SUCCESS);
+    }
 
-    ret = aclrtSynchronizeStream(stream);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d\n", ret); return ret);
+    // Device copy of `host` as a contiguous ND tensor of `shape`.
+    template <class T>
+    aclTensor *tensor(const std::vector<T> &host, const std::vector<int64_t> &shape, aclDataType dtype) {
+        const size_t bytes = host.size() * sizeof(T);
+        void *dev = nullptr;
+        EXPECT_EQ(aclrtMalloc(&dev, bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+        EXPECT_EQ(aclrtMemcpy(dev, bytes, host.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+        std::vector<int64_t> strides(shape.size(), 1);
+        for (int i = int(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
+        aclTensor *t = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, ACL_FORMAT_ND,
+                                       shape.data(), shape.size(), dev);
+        EXPECT_NE(t, nullptr);
+        device_[t] = {dev, bytes};
+        return t;
+    }
 
-    auto size = ShapeSize(outShape);
-    std::vector<float> resultData(size, 0);
-    ret = aclrtMemcpy(resultData.data(), resultData.size() * sizeof(resultData[0]), outDeviceAddr,
-                      size * sizeof(resultData[0]), ACL_MEMCPY_DEVICE_TO_HOST);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("copy result from device to host failed. ERROR: %d\n", ret); return ret);
-    for (int64_t i = 0; i < size; i++) LOG_PRINT("result[%ld] is: %f\n", long(i), resultData[i]);
-    *result = resultData;
+    // Phase 2 on the stream with a workspace of the size phase 1 asked for, then synchronize.
+    aclError run(aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream), uint64_t workspaceSize,
+                 aclOpExecutor *executor) {
+        void *workspace = nullptr;
+        if (workspaceSize > 0) EXPECT_EQ(aclrtMalloc(&workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST), 0);
+        EXPECT_EQ(phase2(workspace, workspaceSize, executor, stream_), ACLNN_SUCCESS);
+        const aclError sync = aclrtSynchronizeStream(stream_);
+        if (sync != ACL_SUCCESS) {
+            const char *m = aclGetRecentErrMsg();
+            sync_message = m ? m : "";
+        }
+        if (workspace) EXPECT_EQ(aclrtFree(workspace), ACL_SUCCESS);
+        return sync;
+    }
 
-    aclDestroyTensor(gradOutput);
-    aclDestroyTensor(output);
-    aclDestroyTensor(out);
+    std::vector<float> read(aclTensor *t) {
+        const auto &[dev, bytes] = device_.at(t);
+        std::vector<float> host(bytes / sizeof(float));
+        EXPECT_EQ(aclrtMemcpy(host.data(), bytes, dev, bytes, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+        return host;
+    }
 
-    aclrtFree(gradOutputDeviceAddr);
-    aclrtFree(outputDeviceAddr);
-    aclrtFree(outDeviceAddr);
-    if (workspaceSize > 0) aclrtFree(workspaceAddr);
-    aclrtDestroyStream(stream);
-    aclrtResetDevice(deviceId);
-    aclFinalize();
-    return 0;
+    std::string sync_message;
+
+private:
+    static constexpr int32_t kDevice = 0;
+    aclrtStream stream_ = nullptr;
+    std::map<aclTensor *, std::pair<void *, size_t>> device_;
+};
+
+}  // namespace
+
+TEST(CannExample, SoftmaxBackward) {
+    const std::vector<float> g = {0, 1, 2, 3, 4, 5, 6, 7}, y = {1, 1, 1, 2, 2, 2, 3, 3};
+    for (int round = 0; round < 2; ++round) {  // aclInit works again after aclFinalize
+        Program p;
+        aclTensor *gradOutput = p.tensor(g, {4, 2}, ACL_FLOAT), *output = p.tensor(y, {4, 2}, ACL_FLOAT);
+        aclTensor *out = p.tensor(std::vector<float>(8), {4, 2}, ACL_FLOAT);
+        uint64_t ws = 0;
+        aclOpExecutor *ex = nullptr;
+        ASSERT_EQ(aclnnSoftmaxBackwardGetWorkspaceSize(gradOutput, output, 0, out, &ws, &ex), ACLNN_SUCCESS);
+        ASSERT_EQ(p.run(aclnnSoftmaxBackward, ws, ex), ACL_SUCCESS);
+        const std::vector<float> r = p.read(out);
+        for (int i = 0; i < 8; ++i) {
+            double s = 0;  // out = y * (g - sum over dim 0 of g * y); column i % 2
+            for (int row = 0; row < 4; ++row) s += double(g[row * 2 + i % 2]) * y[row * 2 + i % 2];
+            EXPECT_EQ(double(r[i]), y[i] * (g[i] - s)) << i;  // small integers: exact in float32
+        }
+    }
+}
+
+TEST(CannExample, LogSigmoidBackward) {
+    Program p;
+    const std::vector<float> x = {1, 2, 3, 4};
+    aclTensor *gradOutput = p.tensor(std::vector<float>(4, 1.0f), {2, 2}, ACL_FLOAT);
+    aclTensor *self = p.tensor(x, {2, 2}, ACL_FLOAT), *buffer = p.tensor(x, {2, 2}, ACL_FLOAT);
+    aclTensor *gradInput = p.tensor(std::vector<float>(4), {2, 2}, ACL_FLOAT);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = nullptr;
+    ASSERT_EQ(aclnnLogSigmoidBackwardGetWorkspaceSize(gradOutput, self, buffer, gradInput, &ws, &ex), ACLNN_SUCCESS);
+    ASSERT_EQ(p.run(aclnnLogSigmoidBackward, ws, ex), ACL_SUCCESS);
+    const std::vector<float> r = p.read(gradInput);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(r[i], 1.0 / (1.0 + std::exp(double(x[i]))), 2e-7) << i;
+}
+
+TEST(CannExample, SoftshrinkBackward) {
+    Program p;
+    const std::vector<float> g = {0, 1, 2, 3, 4, 5, 6, 7}, x = {1, 1, 1, 2, 1, 2, 3, 3};
+    aclTensor *gradOutput = p.tensor(g, {4, 2}, ACL_FLOAT), *self = p.tensor(x, {4, 2}, ACL_FLOAT);
+    aclTensor *gradInput = p.tensor(std::vector<float>(8), {4, 2}, ACL_FLOAT);
+    float lambdValue = 1.2f;
+    aclScalar *lambd = aclCreateScalar(&lambdValue, ACL_FLOAT);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = nullptr;
+    ASSERT_EQ(aclnnSoftshrinkBackwardGetWorkspaceSize(gradOutput, self, lambd, gradInput, &ws, &ex), ACLNN_SUCCESS);
+    ASSERT_EQ(p.run(aclnnSoftshrinkBackward, ws, ex), ACL_SUCCESS);
+    EXPECT_EQ(p.read(gradInput), (std::vector<float>{0, 0, 0, 3, 0, 5, 6, 7}));  // g where |x| > 1.2
+    EXPECT_EQ(aclDestroyScalar(lambd), ACLNN_SUCCESS);
+}
+
+namespace {
+
+// CANN's CrossEntropyLossGrad example: gradLoss 0.1, logProb (2, 3) all -0.2, weight ones, mean.
+aclError RunCrossEntropy(Program &p, const std::vector<int64_t> &target, std::vector<float> *result) {
+    aclTensor *gradLoss = p.tensor(std::vector<float>{0.1f}, {}, ACL_FLOAT);
+    aclTensor *logProb = p.tensor(std::vector<float>(6, -0.2f), {2, 3}, ACL_FLOAT);
+    aclTensor *targetT = p.tensor(target, {2}, ACL_INT64);
+    aclTensor *weight = p.tensor(std::vector<float>(3, 1.0f), {3}, ACL_FLOAT);
+    aclTensor *out = p.tensor(std::vector<float>(6), {2, 3}, ACL_FLOAT);
+    char reduction[] = "mean";
+    uint64_t ws = 0;
+    aclOpExecutor *ex = nullptr;
+    EXPECT_EQ(aclnnCrossEntropyLossGradGetWorkspaceSize(gradLoss, logProb, targetT, weight, nullptr, nullptr,
+                                                        reduction, -100, 0.0, 0.0, out, &ws, &ex),
+              ACLNN_SUCCESS);
+    const aclError rc = p.run(aclnnCrossEntropyLossGrad, ws, ex);
+    *result = p.read(out);
+    return rc;
 }
 
 }  // namespace
 
-TEST(CannExample, SoftmaxBackwardDocumentationExample) {
-    const std::vector<float> g = {0, 1, 2, 3, 4, 5, 6, 7};
-    const std::vector<float> y = {1, 1, 1, 2, 2, 2, 3, 3};
-    std::vector<float> result;
-    ASSERT_EQ(RunExample(g, y, &result), 0);
-    ASSERT_EQ(result.size(), 8u);
-    // out = output * (g - sum_dim0(g * output)), shape [4, 2] row-major, reduced over rows.
-    const int rows = 4, cols = 2;
-    for (int c = 0; c < cols; ++c) {
-        double s = 0;
-        for (int r = 0; r < rows; ++r) s += double(g[r * cols + c]) * y[r * cols + c];
-        for (int r = 0; r < rows; ++r) {
-            const double want = y[r * cols + c] * (g[r * cols + c] - s);
-            // small integers throughout: every float32 step is exact, so equality is required
-            EXPECT_EQ(double(result[r * cols + c]), want) << "result[" << r * cols + c << "]";
-        }
+TEST(CannExample, CrossEntropyLossGrad) {
+    Program p;
+    std::vector<float> r;
+    ASSERT_EQ(RunCrossEntropy(p, {0, 0}, &r), ACL_SUCCESS) << p.sync_message;
+    const char *documented[] = {"-0.0091", "0.0409", "0.0409", "-0.0091", "0.0409", "0.0409"};
+    for (int i = 0; i < 6; ++i) {
+        char printed[32];
+        std::snprintf(printed, sizeof printed, "%.4f", r[i]);
+        EXPECT_STREQ(printed, documented[i]) << i;
+        // mean over 2 rows: 0.05 * (exp(-0.2) - [j == 0])
+        EXPECT_NEAR(r[i], 0.05 * (std::exp(-0.2) - (i % 3 == 0)), 1e-7) << i;
     }
-    // The whole program runs again after aclFinalize (aclInit is once per init/finalize pair).
-    std::vector<float> again;
-    ASSERT_EQ(RunExample(g, y, &again), 0);
-    EXPECT_EQ(again, result);
+}
+
+TEST(CannExample, CrossEntropyLossGradBadTargetSurfacesAtSynchronize) {
+    Program p;
+    std::vector<float> r;
+    EXPECT_EQ(RunCrossEntropy(p, {0, 3}, &r), ACLNN_ERR_PARAM_INVALID);
+    EXPECT_EQ(p.sync_message, "aclnnCrossEntropyLossGrad: Target 3 is out of bounds: target[1] must be in [0, 3) or "
+                              "equal ignoreIndex -100.");
+    EXPECT_EQ(r, std::vector<float>(6, 0.0f));  // out untouched: the zeros copied in
+}
+
+TEST(CannExample, KlDivBackward) {
+    Program p;
+    const std::vector<float> v = {2, 3, 5, 8};
+    aclTensor *gradOutput = p.tensor(v, {2, 2}, ACL_FLOAT), *self = p.tensor(v, {2, 2}, ACL_FLOAT);
+    aclTensor *target = p.tensor(v, {2, 2}, ACL_FLOAT), *out = p.tensor(std::vector<float>(4), {2, 2}, ACL_FLOAT);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = nullptr;
+    ASSERT_EQ(aclnnKlDivBackwardGetWorkspaceSize(gradOutput, self, target, 0, false, out, &ws, &ex), ACLNN_SUCCESS);
+    ASSERT_EQ(p.run(aclnnKlDivBackward, ws, ex), ACL_SUCCESS);
+    EXPECT_EQ(p.read(out), (std::vector<float>{-4, -9, -25, -64}));  // -target * grad, reduction none
 }

@@ -1,7 +1,7 @@
 // aclnnKlDivBackward: values against a float64 reference loop (every dtype, mixed dtypes, every
 // reduction, logTarget, broadcasting with the sum back to self's shape, strided views), every
 // failure path (status and exact message), empty problems, thread-count determinism, in-place
-// use, and CANN's example as a host program.
+// use.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -331,129 +331,6 @@ TEST(KlDivBackwardValues, LongSums) {
     check(p);
     check(make({{1, 3000}, {100, 3000}, {100, 1}}, ACL_BF16, ACL_FLOAT, ACL_FLOAT16, ACL_FLOAT, 1, true));
     check(make({{3000, 1}, {3000, 100}, {1}}, ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT16, 3, false, 3));
-}
-
-// ---------------------------------------------------------------------------------------------
-// the CANN sample program
-
-namespace {
-
-#define CHECK_RET(cond, return_expr) \
-    do {                             \
-        if (!(cond)) {               \
-            return_expr;             \
-        }                            \
-    } while (0)
-
-#define LOG_PRINT(message, ...)         \
-    do {                                \
-        printf(message, ##__VA_ARGS__); \
-    } while (0)
-
-int64_t GetShapeSize(const std::vector<int64_t> &shape) {
-    int64_t shapeSize = 1;
-    for (auto i : shape) shapeSize *= i;
-    return shapeSize;
-}
-
-int Init(int32_t deviceId, aclrtStream *stream) {
-    auto ret = aclInit(nullptr);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclInit failed. ERROR: %d\n", ret); return ret);
-    ret = aclrtSetDevice(deviceId);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSetDevice failed. ERROR: %d\n", ret); return ret);
-    ret = aclrtCreateStream(stream);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtCreateStream failed. ERROR: %d\n", ret); return ret);
-    return 0;
-}
-
-template <typename T>
-int CreateAclTensor(const std::vector<T> &hostData, const std::vector<int64_t> &shape, void **deviceAddr,
-                    aclDataType dataType, aclTensor **tensor) {
-    auto size = GetShapeSize(shape) * sizeof(T);
-    auto ret = aclrtMalloc(deviceAddr, size, ACL_MEM_MALLOC_HUGE_FIRST);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtMalloc failed. ERROR: %d\n", ret); return ret);
-    ret = aclrtMemcpy(*deviceAddr, size, hostData.data(), size, ACL_MEMCPY_HOST_TO_DEVICE);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtMemcpy failed. ERROR: %d\n", ret); return ret);
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (int64_t i = int64_t(shape.size()) - 2; i >= 0; i--) strides[i] = shape[i + 1] * strides[i + 1];
-    *tensor = aclCreateTensor(shape.data(), shape.size(), dataType, strides.data(), 0, aclFormat::ACL_FORMAT_ND,
-                              shape.data(), shape.size(), *deviceAddr);
-    return 0;
-}
-
-int RunKlExample(std::vector<float> *result) {
-    int32_t deviceId = 0;
-    aclrtStream stream;
-    auto ret = Init(deviceId, &stream);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("Init acl failed. ERROR: %d\n", ret); return ret);
-    std::vector<int64_t> gradOutputShape = {2, 2};
-    std::vector<int64_t> selfShape = {2, 2};
-    std::vector<int64_t> targetShape = {2, 2};
-    std::vector<int64_t> outShape = {2, 2};
-    void *gradOutputDeviceAddr = nullptr, *selfDeviceAddr = nullptr, *targetDeviceAddr = nullptr;
-    void *outDeviceAddr = nullptr;
-    aclTensor *gradOutput = nullptr, *self = nullptr, *target = nullptr, *out = nullptr;
-    std::vector<float> gradOutputHostData = {2, 3, 5, 8};
-    std::vector<float> selfHostData = {2, 3, 5, 8};
-    std::vector<float> targetHostData = {2, 3, 5, 8};
-    std::vector<float> outHostData = {0, 0, 0, 0};
-    int64_t reduction = 0;
-    bool logTarget = false;
-    ret = CreateAclTensor(gradOutputHostData, gradOutputShape, &gradOutputDeviceAddr, aclDataType::ACL_FLOAT,
-                          &gradOutput);
-    CHECK_RET(ret == ACL_SUCCESS, return ret);
-    ret = CreateAclTensor(selfHostData, selfShape, &selfDeviceAddr, aclDataType::ACL_FLOAT, &self);
-    CHECK_RET(ret == ACL_SUCCESS, return ret);
-    ret = CreateAclTensor(targetHostData, targetShape, &targetDeviceAddr, aclDataType::ACL_FLOAT, &target);
-    CHECK_RET(ret == ACL_SUCCESS, return ret);
-    ret = CreateAclTensor(outHostData, outShape, &outDeviceAddr, aclDataType::ACL_FLOAT, &out);
-    CHECK_RET(ret == ACL_SUCCESS, return ret);
-
-    uint64_t workspaceSize = 0;
-    aclOpExecutor *executor;
-    ret = aclnnKlDivBackwardGetWorkspaceSize(gradOutput, self, target, reduction, logTarget, out, &workspaceSize,
-                                             &executor);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnKlDivBackwardGetWorkspaceSize failed. ERROR: %d\n", ret);
-              return ret);
-    void *workspaceAddr = nullptr;
-    if (workspaceSize > 0) {
-        ret = aclrtMalloc(&workspaceAddr, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-        CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return ret);
-    }
-    ret = aclnnKlDivBackward(workspaceAddr, workspaceSize, executor, stream);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnKlDivBackward failed. ERROR: %d\n", ret); return ret);
-    ret = aclrtSynchronizeStream(stream);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d\n", ret); return ret);
-
-    auto size = GetShapeSize(outShape);
-    std::vector<float> resultData(size, 0);
-    ret = aclrtMemcpy(resultData.data(), resultData.size() * sizeof(resultData[0]), outDeviceAddr,
-                      size * sizeof(resultData[0]), ACL_MEMCPY_DEVICE_TO_HOST);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("copy result from device to host failed. ERROR: %d\n", ret); return ret);
-    for (int64_t i = 0; i < size; i++) LOG_PRINT("result[%ld] is: %f\n", i, resultData[i]);
-    *result = resultData;
-
-    aclDestroyTensor(gradOutput);
-    aclDestroyTensor(self);
-    aclDestroyTensor(target);
-    aclDestroyTensor(out);
-    aclrtFree(gradOutputDeviceAddr);
-    aclrtFree(selfDeviceAddr);
-    aclrtFree(targetDeviceAddr);
-    aclrtFree(outDeviceAddr);
-    if (workspaceSize > 0) aclrtFree(workspaceAddr);
-    aclrtDestroyStream(stream);
-    aclrtResetDevice(deviceId);
-    aclFinalize();
-    return 0;
-}
-
-}  // namespace
-
-TEST(KlDivBackwardExample, CannSampleProgramOnAStream) {
-    std::vector<float> result;
-    ASSERT_EQ(RunKlExample(&result), ACL_SUCCESS);
-    EXPECT_EQ(result, (std::vector<float>{-4, -9, -25, -64}));
 }
 
 // ---------------------------------------------------------------------------------------------
