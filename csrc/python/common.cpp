@@ -10,6 +10,14 @@ py::module_ &numpy() {
     return np;
 }
 
+// ascendgrad._interop: PyTorch tensors, DLPack and __array__ objects as ndarrays, in place.
+// The reference is leaked on purpose: a static py::object would be released after the
+// interpreter has finalized, which crashes at exit.
+py::handle interop() {
+    static PyObject *m = py::module_::import("ascendgrad._interop").release().ptr();
+    return m;
+}
+
 int flags(const py::array &a) { return py::detail::array_proxy(a.ptr())->flags; }
 
 bool usable_in_place(const py::array &a) {
@@ -131,7 +139,7 @@ std::vector<int64_t> shape_of(const py::array &a) { return {a.shape(), a.shape()
 py::array as_input(py::handle obj, const char *name) {
     if (obj.is_none()) throw py::type_error(std::string(name) + " must be an array of numbers, not None");
     py::array a = py::isinstance<py::array>(obj) ? py::reinterpret_borrow<py::array>(obj)
-                                                 : numpy().attr("asarray")(obj).cast<py::array>();
+                                                 : interop().attr("asarray")(obj).cast<py::array>();
     if (acl_dtype(a.dtype()) == ACL_DT_UNDEFINED)
         throw py::type_error(std::string(name) + " must be an array of numbers, got dtype " +
                              py::str(a.dtype()).cast<std::string>());
@@ -140,17 +148,21 @@ py::array as_input(py::handle obj, const char *name) {
     return a;
 }
 
+bool is_weak(py::handle obj) {
+    if (py::isinstance(obj, numpy().attr("generic"))) return false;  // np.float64 is a float too
+    PyObject *p = obj.ptr();
+    return PyLong_Check(p) || PyFloat_Check(p) || PyComplex_Check(p) || PyList_Check(p) || PyTuple_Check(p);
+}
+
 py::array as_input_like(py::handle obj, const char *name, const py::array &like) {
-    if (obj.is_none() || py::isinstance<py::array>(obj) || py::isinstance(obj, numpy().attr("generic")))
-        return as_input(obj, name);
+    if (!is_weak(obj)) return as_input(obj, name);
     return as_input(as_input(obj, name).attr("astype")(like.dtype()), name);
 }
 
 py::array as_output(py::handle obj, const char *name) {
-    if (!py::isinstance<py::array>(obj))
-        throw py::type_error(std::string(name) + " must be a numpy.ndarray, got " +
-                             py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
-    py::array a = py::reinterpret_borrow<py::array>(obj);
+    // a PyTorch CPU tensor or DLPack array is written in place through an ndarray view
+    py::array a = py::isinstance<py::array>(obj) ? py::reinterpret_borrow<py::array>(obj)
+                                                 : interop().attr("output_array")(obj).cast<py::array>();
     if (!(flags(a) & py::detail::npy_api::NPY_ARRAY_WRITEABLE_))
         throw py::value_error(std::string(name) + " is read-only");
     if (!usable_in_place(a))

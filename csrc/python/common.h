@@ -46,12 +46,16 @@ private:
 };
 
 // An array-like as an ndarray the kernels can read in place: ndarrays are used as they are
-// (any strides) unless misaligned or byte-swapped; TypeError for non-numeric input.
+// (any strides) unless misaligned or byte-swapped, PyTorch tensors and DLPack arrays are viewed
+// without a copy (ascendgrad._interop.asarray); TypeError for non-numeric input.
 py::array as_input(py::handle obj, const char *name);
-// An input whose Python numbers and sequences take `like`'s dtype (ndarrays and NumPy scalars
-// keep their own, as in NumPy's promotion of weak Python scalars).
+// Python numbers, lists and tuples: no dtype of their own (NumPy's "weak" scalars).
+bool is_weak(py::handle obj);
+// An input whose Python numbers and sequences take `like`'s dtype (arrays, tensors and NumPy
+// scalars keep their own, as in NumPy's promotion of weak Python scalars).
 py::array as_input_like(py::handle obj, const char *name, const py::array &like);
-// `out=`: a writeable ndarray usable in place, else TypeError/ValueError.
+// `out=`: a writeable ndarray (or a PyTorch CPU tensor / DLPack array viewed as one) usable in
+// place, else TypeError/ValueError.
 py::array as_output(py::handle obj, const char *name);
 py::array new_array(const std::vector<int64_t> &shape, const py::dtype &dt);
 std::vector<int64_t> shape_of(const py::array &a);

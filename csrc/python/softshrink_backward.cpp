@@ -51,10 +51,8 @@ void bind_softshrink_backward(py::module_ &m, py::module_ &raw) {
         "softshrink_backward",
         [](py::handle grad_output, py::handle x, py::handle lambd, py::handle out) {
             // a Python number or sequence takes the other operand's dtype
-            const bool g_typed = py::isinstance<py::array>(grad_output) ||
-                                 py::isinstance(grad_output, py::module_::import("numpy").attr("generic"));
             py::array g, xs;
-            if (g_typed) {
+            if (!is_weak(grad_output)) {
                 g = as_input(grad_output, "grad_output");
                 xs = as_input_like(x, "x", g);
             } else {

@@ -1,4 +1,5 @@
 """Command line: ``python -m ascendgrad check`` proves every kernel against finite differences;
+``python -m ascendgrad compare ACTUAL EXPECTED`` judges a result against the golden one;
 ``--include-dir``, ``--libdir`` and ``--cmake-dir`` locate the C library for C/C++ builds."""
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     c = sub.add_parser("check", help="gradcheck every operator x dtype x option set; exit 1 on any failure")
     from . import _check
+    from .compare import _add_arguments  # the module: ascendgrad.compare is the function
 
     _check.add_arguments(c)
+    _add_arguments(sub.add_parser(
+        "compare", help="compare a result with the golden one (.npy/.npz/raw); exit 1 when it fails"))
     return p
 
 
@@ -40,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import _check
 
         return _check.run(args)
+    if args.command == "compare":
+        from .compare import _run
+
+        return _run(args)
     _parser().print_help()
     return 0
 

@@ -12,5 +12,5 @@ class AclnnError(ValueError):
         super().__init__(message)
         self.status = int(status)
 
-    def __reduce__(self):  # picklable (multiprocessing, pytest-xdist)
+    def __reduce__(self) -> "tuple[type[AclnnError], tuple[str, int]]":  # picklable (multiprocessing, pytest-xdist)
         return (type(self), (str(self), self.status))

@@ -2,19 +2,27 @@
 the GIL released. Inputs are read in place (any strides, negative ones included); results are
 new arrays unless ``out=`` is given. Errors raise :class:`ascendgrad.AclnnError` (a
 ``ValueError`` with ``.status``); non-numeric input raises ``TypeError``.
+
+Inputs may be NumPy arrays, PyTorch tensors (bfloat16 included; ones that require grad are
+detached), any DLPack or ``__array__`` object, or Python numbers and sequences; all but the
+last are read where they lie (:func:`ascendgrad.asarray`). ``out=`` may be an ndarray or a
+PyTorch CPU tensor / DLPack array, written in place; the function returns an ndarray over the
+result's memory (for a tensor ``out``, a view of it).
 """
 
 from __future__ import annotations
 
-import numpy as np
-from numpy.typing import ArrayLike
+from typing import Any
+
+from numpy.typing import ArrayLike, NDArray
 
 from . import _core
+from ._interop import OutArray
 
 
 def softmax_backward(
-    grad_output: ArrayLike, output: ArrayLike, dim: int = -1, *, out: np.ndarray | None = None
-) -> np.ndarray:
+    grad_output: ArrayLike, output: ArrayLike, dim: int = -1, *, out: OutArray | None = None
+) -> NDArray[Any]:
     """Gradient of softmax with respect to its input.
 
     ``out = output * (grad_output - sum(grad_output * output, axis=dim, keepdims=True))``
@@ -40,8 +48,8 @@ def softmax_backward(
 
 
 def log_sigmoid_backward(
-    grad_output: ArrayLike, x: ArrayLike, buffer: ArrayLike | None = None, *, out: np.ndarray | None = None
-) -> np.ndarray:
+    grad_output: ArrayLike, x: ArrayLike, buffer: ArrayLike | None = None, *, out: OutArray | None = None
+) -> NDArray[Any]:
     """Gradient of ``log_sigmoid(x) = log(1 / (1 + exp(-x)))`` with respect to x.
 
     ``out = grad_output / (1 + exp(x))``, computed stably as z = exp(-|x|);
@@ -71,8 +79,8 @@ def log_sigmoid_backward(
 
 
 def softshrink_backward(
-    grad_output: ArrayLike, x: ArrayLike, lambd: float = 0.5, *, out: np.ndarray | None = None
-) -> np.ndarray:
+    grad_output: ArrayLike, x: ArrayLike, lambd: float = 0.5, *, out: OutArray | None = None
+) -> NDArray[Any]:
     """Gradient of ``softshrink(x, lambd)`` with respect to x.
 
     ``out = grad_output`` where ``|x| > lambd``, 0 where ``-lambd <= x <= lambd`` (the band is
@@ -114,8 +122,8 @@ def cross_entropy_loss_grad(
     grad_zloss: ArrayLike | None = None,
     lse_for_zloss: ArrayLike | None = None,
     lse_square_scale_for_zloss: float = 0.0,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
+    out: OutArray | None = None,
+) -> NDArray[Any]:
     """Gradient of cross-entropy with respect to the logits, given ``log_prob = log_softmax(logits)``.
 
     With p = exp(log_prob) (used as given), m_i = [target_i != ignore_index], w = weight (ones
@@ -168,8 +176,8 @@ def kl_div_backward(
     reduction: str | int = "mean",
     log_target: bool = False,
     *,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
+    out: OutArray | None = None,
+) -> NDArray[Any]:
     """Gradient of ``kl_div(x, target)`` (x: log-probabilities) with respect to x.
 
     With B = broadcast(x.shape, target.shape) and g = grad_output broadcast to B::

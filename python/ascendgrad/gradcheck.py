@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -87,7 +87,7 @@ class GradcheckResult:
     op: str
     dtype: str
     shape: Tuple[int, ...]
-    options: dict
+    options: Dict[str, Any]
     eps: float
     atol: float
     rtol: float
@@ -211,17 +211,17 @@ class _Dot:
 
 
 def check_vjp(
-    forward,
-    vjp,
-    inputs,
-    wrt=0,
+    forward: Callable[..., Any],
+    vjp: Callable[..., Any],
+    inputs: Sequence[Any],
+    wrt: int = 0,
     *,
-    eps=1e-6,
-    atol=1e-5,
-    rtol=1e-3,
-    fast_mode=False,
-    seed=0,
-    grad_output=None,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    fast_mode: Optional[bool] = False,
+    seed: int = 0,
+    grad_output: Any = None,
 ) -> GradcheckResult:
     """Check ``vjp`` against central differences of ``forward`` w.r.t. ``inputs[wrt]``.
 
@@ -352,7 +352,7 @@ def _dtype(dtype):
     return dt, dt.name
 
 
-def dtype_tolerance(dtype, grad_scale):
+def dtype_tolerance(dtype: Any, grad_scale: float) -> Tuple[float, float]:
     """(atol, rtol) that :func:`gradcheck` uses for a kernel run at `dtype`.
 
     float64: PyTorch's defaults, atol 1e-5 and rtol 1e-3 (the finite difference is the limit).
@@ -600,8 +600,9 @@ _CASES = {
 }
 
 
-def gradcheck(op, *, dtype="float64", shape=None, seed=0, fast_mode=None, eps=1e-6, atol=None,
-              rtol=None, **options) -> GradcheckResult:
+def gradcheck(op: str, *, dtype: Any = "float64", shape: Optional[Sequence[int]] = None, seed: int = 0,
+              fast_mode: Optional[bool] = None, eps: float = 1e-6, atol: Optional[float] = None,
+              rtol: Optional[float] = None, **options: Any) -> GradcheckResult:
     """Check the library kernel `op` against finite differences of its float64 forward.
 
     op: one of :data:`OPS`. The forward is the golden model's (``ascendgrad.reference``) and the

@@ -30,8 +30,13 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Literal, Optional, Tuple, Union, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+#: What every function here returns: a new float64 array.
+F64 = NDArray[np.float64]
 
 __all__ = [
     "softmax",
@@ -123,7 +128,7 @@ def _sum_to_shape(a, shape):
 # softmax
 
 
-def softmax(x, dim=-1):
+def softmax(x: ArrayLike, dim: int = -1) -> F64:
     """Softmax along `dim`: y = exp(x − max_dim x) / Σ_dim exp(x − max_dim x).
 
     A 0-D `x` counts as rank 1 (its softmax is 1). dim in [−n, n) else ValueError.
@@ -139,7 +144,7 @@ def softmax(x, dim=-1):
     return y.reshape(x.shape)
 
 
-def log_softmax(x, dim=-1):
+def log_softmax(x: ArrayLike, dim: int = -1) -> F64:
     """log_softmax along `dim`: x − max − log Σ_dim exp(x − max)."""
     x = _f64(x, "x")
     d = _norm_dim("log_softmax", dim, x.ndim)
@@ -152,7 +157,7 @@ def log_softmax(x, dim=-1):
     return y.reshape(x.shape)
 
 
-def logsumexp(x, dim=-1):
+def logsumexp(x: ArrayLike, dim: int = -1) -> F64:
     """log Σ_dim exp(x), stable (the `lse` that the z-loss branch consumes)."""
     x = _f64(x, "x")
     d = _norm_dim("logsumexp", dim, x.ndim)
@@ -165,7 +170,7 @@ def logsumexp(x, dim=-1):
     return r.reshape(()) if x.ndim == 0 else r
 
 
-def softmax_backward(grad_output, output, dim=-1):
+def softmax_backward(grad_output: ArrayLike, output: ArrayLike, dim: int = -1) -> F64:
     """SoftmaxBackward (SPEC §2.1): out = y ⊙ (g − Σ_dim(g ⊙ y)), y = softmax output.
 
     grad_output and output must have the same shape; a 0-D pair counts as rank 1 for `dim`.
@@ -183,13 +188,13 @@ def softmax_backward(grad_output, output, dim=-1):
 # log-sigmoid
 
 
-def log_sigmoid(x):
+def log_sigmoid(x: ArrayLike) -> F64:
     """log σ(x) = min(x, 0) − log1p(exp(−|x|)), stable for every x (−inf → −inf, +inf → 0)."""
     x = _f64(x, "x")
     return np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x)))
 
 
-def log_sigmoid_backward(grad_output, x, buffer=None):
+def log_sigmoid_backward(grad_output: ArrayLike, x: ArrayLike, buffer: Optional[ArrayLike] = None) -> F64:
     """LogSigmoidBackward (SPEC §2.2): g·σ(−x) = g / (1 + eˣ), computed stably.
 
     z = exp(−|x|); x < 0 ? g/(1+z) : g·z/(1+z). x = −inf → g, x = +inf → 0, NaN → NaN.
@@ -218,7 +223,7 @@ def _check_lambd(lambd):
     return lam
 
 
-def softshrink(x, lambd=0.5):
+def softshrink(x: ArrayLike, lambd: float = 0.5) -> F64:
     """Softshrink: x − λ where x > λ, x + λ where x < −λ, 0 on [−λ, λ]; NaN stays NaN.
 
     λ < 0 or NaN → ValueError.
@@ -230,7 +235,7 @@ def softshrink(x, lambd=0.5):
     return np.where(np.isnan(x), x, y)
 
 
-def softshrink_backward(grad_output, x, lambd=0.5):
+def softshrink_backward(grad_output: ArrayLike, x: ArrayLike, lambd: float = 0.5) -> F64:
     """SoftshrinkBackward (SPEC §2.3).
 
     out = g where x > λ or x < −λ, 0 where −λ ≤ x ≤ λ (closed band: the gradient at ±λ is 0),
@@ -296,17 +301,29 @@ def _ce_common(op, x, target, weight, ignore_index, label_smoothing, xname):
     return x, np.where(m, t, 0), m, w, eps
 
 
+@overload
 def cross_entropy(
-    logits,
-    target,
-    weight=None,
-    reduction="mean",
-    ignore_index=-100,
-    label_smoothing=0.0,
-    lse_square_scale_for_zloss=0.0,
+    logits: ArrayLike, target: ArrayLike, weight: Optional[ArrayLike] = ..., reduction: Optional[str] = ...,
+    ignore_index: int = ..., label_smoothing: float = ..., lse_square_scale_for_zloss: float = ...,
+    *, return_zloss: Literal[False] = ...,
+) -> F64: ...
+@overload
+def cross_entropy(
+    logits: ArrayLike, target: ArrayLike, weight: Optional[ArrayLike] = ..., reduction: Optional[str] = ...,
+    ignore_index: int = ..., label_smoothing: float = ..., lse_square_scale_for_zloss: float = ...,
+    *, return_zloss: Literal[True],
+) -> Tuple[F64, F64]: ...
+def cross_entropy(
+    logits: ArrayLike,
+    target: ArrayLike,
+    weight: Optional[ArrayLike] = None,
+    reduction: Optional[str] = "mean",
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    lse_square_scale_for_zloss: float = 0.0,
     *,
-    return_zloss=False,
-):
+    return_zloss: bool = False,
+) -> Union[F64, Tuple[F64, F64]]:
     """Cross-entropy forward from logits x (N, C) with integer targets t (N,).
 
     With lp = log_softmax(x), lse_i = log Σ_c exp(x_ic), m_i = [t_i ≠ ignore_index],
@@ -375,17 +392,17 @@ def _grad_loss_value(op, name, a, red, n):
 
 
 def cross_entropy_loss_grad(
-    grad_loss,
-    log_prob,
-    target,
-    weight=None,
-    reduction="mean",
-    ignore_index=-100,
-    label_smoothing=0.0,
-    grad_zloss=None,
-    lse_for_zloss=None,
-    lse_square_scale_for_zloss=0.0,
-):
+    grad_loss: ArrayLike,
+    log_prob: ArrayLike,
+    target: ArrayLike,
+    weight: Optional[ArrayLike] = None,
+    reduction: Optional[str] = "mean",
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    grad_zloss: Optional[ArrayLike] = None,
+    lse_for_zloss: Optional[ArrayLike] = None,
+    lse_square_scale_for_zloss: float = 0.0,
+) -> F64:
     """CrossEntropyLossGrad (SPEC §2.4): gradient w.r.t. the logits, given log_prob (N, C).
 
     p = exp(log_prob) used as given (not renormalised), m_i = [t_i ≠ ignore_index], w = weight
@@ -476,7 +493,7 @@ def _kl_scale(code, shape):
     return 1.0
 
 
-def kl_div(x, target, reduction="mean", log_target=False):
+def kl_div(x: ArrayLike, target: ArrayLike, reduction: Union[str, int] = "mean", log_target: bool = False) -> F64:
     """KL-divergence loss with x = log-probabilities (PyTorch's ``F.kl_div``).
 
     Pointwise, at the broadcast shape B of x and target::
@@ -507,7 +524,9 @@ def kl_div(x, target, reduction="mean", log_target=False):
         return np.asarray(total / shape[0] if shape else total)
 
 
-def kl_div_backward(grad_output, x, target, reduction="mean", log_target=False):
+def kl_div_backward(
+    grad_output: ArrayLike, x: ArrayLike, target: ArrayLike, reduction: Union[str, int] = "mean", log_target: bool = False
+) -> F64:
     """KlDivBackward (SPEC §2.5): gradient of :func:`kl_div` w.r.t. x (self).
 
     B = broadcast(x, target); g must broadcast to B (else ValueError)::
