@@ -7,6 +7,26 @@ for a bad status: read the message with :func:`get_recent_err_msg`. ``None`` pas
 
 Tensors wrap NumPy arrays in place (:class:`Tensor`); work on a :class:`Stream` runs
 asynchronously until ``stream.synchronize()``.
+
+Phase 1 of each operator (tensors are :class:`Tensor` or None; the formulas, shapes and dtypes
+are those of the NumPy functions of the same name in :mod:`ascendgrad`, and SPEC §2):
+
+==============================================  ================================================
+``softmax_backward_get_workspace_size``         (grad_output, output, dim, out)
+``log_sigmoid_backward_get_workspace_size``     (grad_output, self, buffer, grad_input)
+``softshrink_backward_get_workspace_size``      (grad_output, self, lambd: Scalar, grad_input)
+``cross_entropy_loss_grad_get_workspace_size``  (grad_loss, log_prob, target, weight, grad_zloss,
+                                                lse_for_zloss, reduction: str | None,
+                                                ignore_index, label_smoothing,
+                                                lse_square_scale_for_zloss, out)
+``kl_div_backward_get_workspace_size``          (grad_output, self, target, reduction: 0..3,
+                                                log_target, out)
+==============================================  ================================================
+
+Statuses (:class:`Status`): 161001 for a None where a tensor/scalar/executor is required,
+161002 for an invalid dtype, shape, value, overlap, a too small workspace or an executor that is
+not live, 561103 for ``set_executor_repeatable(None)``/``destroy_executor(None)``. Each
+function's own docstring is in the type stubs (``_core/aclnn.pyi``), which editors show.
 """
 
 from enum import IntEnum

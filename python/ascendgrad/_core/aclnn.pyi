@@ -46,27 +46,68 @@ class Executor:
 _Phase1Result = Tuple[int, int, Optional[Executor]]
 _Workspace = Optional[NDArray[np.uint8]]
 
-def get_recent_err_msg() -> Optional[str]: ...
-def set_executor_repeatable(executor: Optional[Executor]) -> int: ...
-def destroy_executor(executor: Optional[Executor]) -> int: ...
+def get_recent_err_msg() -> Optional[str]:
+    """The newest error message of this thread, then cleared; None when there is none."""
+
+def set_executor_repeatable(executor: Optional[Executor]) -> int:
+    """Makes an executor reusable until :func:`destroy_executor`; 561103 for None."""
+
+def destroy_executor(executor: Optional[Executor]) -> int:
+    """Destroys a (repeatable) executor; 561103 for None, 161002 for one not live."""
 def softmax_backward_get_workspace_size(
     grad_output: Optional[Tensor], output: Optional[Tensor], dim: int, out: Optional[Tensor]
-) -> _Phase1Result: ...
+) -> _Phase1Result:
+    """Phase 1 of aclnnSoftmaxBackward: out = output * (grad_output - sum_dim(grad_output * output)).
+
+    grad_output, output: same shape (rank 0..8) and dtype (float16, bfloat16, float32, float64);
+    dim in [-n, n) (a 0-D tensor counts as 1-D); out: grad_output's shape, any of the four
+    dtypes. Returns (status, workspace_size, executor); 161001 for a None tensor, 161002 for a
+    dim out of range, mismatched shapes or dtypes, or out partially overlapping an input."""
 def softmax_backward(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
-) -> int: ...
+) -> int:
+    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
+    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
+    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
+    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
+    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
+    executors are consumed by any phase-2 call)."""
 def log_sigmoid_backward_get_workspace_size(
     grad_output: Optional[Tensor], self: Optional[Tensor], buffer: Optional[Tensor], grad_input: Optional[Tensor]
-) -> _Phase1Result: ...
+) -> _Phase1Result:
+    """Phase 1 of aclnnLogSigmoidBackward: grad_input = grad_output / (1 + exp(self)), stably.
+
+    grad_output, self: same shape (rank 0..8) and dtype (float16, bfloat16, float32, float64);
+    buffer: required (None gives 161001) and never read; grad_input: the same shape, any of the
+    four dtypes. Returns (status, workspace_size, executor); 161002 for mismatched shapes or
+    dtypes, or grad_input partially overlapping an input."""
 def log_sigmoid_backward(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
-) -> int: ...
+) -> int:
+    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
+    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
+    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
+    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
+    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
+    executors are consumed by any phase-2 call)."""
 def softshrink_backward_get_workspace_size(
     grad_output: Optional[Tensor], self: Optional[Tensor], lambd: Optional[Scalar], grad_input: Optional[Tensor]
-) -> _Phase1Result: ...
+) -> _Phase1Result:
+    """Phase 1 of aclnnSoftshrinkBackward: grad_input = grad_output where |self| > lambd, else 0.
+
+    grad_output and self broadcast (NumPy rules) and may differ in float dtype; lambd: a
+    :class:`Scalar` >= 0 (None gives 161001; < 0 or NaN 161002); grad_input: the broadcast
+    shape, any float dtype. Returns (status, workspace_size, executor); 161002 for shapes that
+    do not broadcast, a grad_input of another shape, or a partial overlap."""
 def softshrink_backward(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
-) -> int: ...
+) -> int:
+    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
+    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
+    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
+    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
+    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
+    executors are consumed by any phase-2 call)."""
 def cross_entropy_loss_grad_get_workspace_size(
     grad_loss: Optional[Tensor],
     log_prob: Optional[Tensor],
@@ -79,10 +120,26 @@ def cross_entropy_loss_grad_get_workspace_size(
     label_smoothing: float,
     lse_square_scale_for_zloss: float,
     out: Optional[Tensor],
-) -> _Phase1Result: ...
+) -> _Phase1Result:
+    """Phase 1 of aclnnCrossEntropyLossGrad: the gradient of cross-entropy w.r.t. the logits.
+
+    out[i, j] = m_i * s_i * ((1 - eps) * w[t_i] * (p[i, j] - [j == t_i]) + eps / C * (S_w * p[i, j] - w[j]))
+    with p = exp(log_prob), plus the z-loss term 2 * zeta * lse[i] * m_i * z_i * p[i, j] when
+    lse_square_scale_for_zloss (zeta) != 0 (SPEC 2.4). log_prob (N, C) and out: same float dtype;
+    grad_loss (and grad_zloss): (N,) for "none", 0-D or (1,) otherwise, log_prob's dtype; target
+    (N,) int64 or int32; weight (C,) any float dtype or None; lse_for_zloss (N,), required when
+    zeta != 0 (161001); reduction "none" | "mean" | "sum" (None: "mean"), else 161002;
+    label_smoothing in [0, 1]. A target outside [0, C) that is not ignore_index is found by
+    phase 2 (161002, out untouched)."""
 def cross_entropy_loss_grad(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
-) -> int: ...
+) -> int:
+    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
+    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
+    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
+    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
+    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
+    executors are consumed by any phase-2 call)."""
 def kl_div_backward_get_workspace_size(
     grad_output: Optional[Tensor],
     self: Optional[Tensor],
@@ -90,7 +147,19 @@ def kl_div_backward_get_workspace_size(
     reduction: int,
     log_target: bool,
     out: Optional[Tensor],
-) -> _Phase1Result: ...
+) -> _Phase1Result:
+    """Phase 1 of aclnnKlDivBackward: grad = -target * grad_output * c (log_target: -exp(target) * ...).
+
+    self and target broadcast to B; grad_output must broadcast to B; c = 1/numel(B) (reduction 1,
+    mean), 1/B[0] (3, batchmean), 1 (0 none, 2 sum); the result is summed back to self's shape.
+    Any float dtypes, mixed; out: self's shape. Returns (status, workspace_size, executor);
+    161002 for a reduction outside 0..3 or shapes that do not broadcast."""
 def kl_div_backward(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
-) -> int: ...
+) -> int:
+    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
+    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
+    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
+    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
+    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
+    executors are consumed by any phase-2 call)."""
