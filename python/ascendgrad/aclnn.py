@@ -23,6 +23,13 @@ are those of the NumPy functions of the same name in :mod:`ascendgrad`, and SPEC
                                                 log_target, out)
 ==============================================  ================================================
 
+Phase 2, ``<op>(workspace, workspace_size, executor, stream=None) -> status``, runs the
+executor of the matching phase 1. ``workspace``: None or a writable C-contiguous uint8 array of
+at least ``workspace_size`` bytes; ``stream``: None runs synchronously, a :class:`Stream` queues
+the work (its errors then come from ``stream.synchronize()``). 161001 for a None executor;
+161002 for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
+executors are consumed by any phase-2 call, failed ones included).
+
 Statuses (:class:`Status`): 161001 for a None where a tensor/scalar/executor is required,
 161002 for an invalid dtype, shape, value, overlap, a too small workspace or an executor that is
 not live, 561103 for ``set_executor_repeatable(None)``/``destroy_executor(None)``. Each

@@ -66,12 +66,7 @@ def softmax_backward_get_workspace_size(
 def softmax_backward(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
 ) -> int:
-    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
-    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
-    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
-    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
-    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
-    executors are consumed by any phase-2 call)."""
+    """Phase 2 of aclnnSoftmaxBackward: runs the executor; see "Phase 2" in :mod:`ascendgrad.aclnn`."""
 def log_sigmoid_backward_get_workspace_size(
     grad_output: Optional[Tensor], self: Optional[Tensor], buffer: Optional[Tensor], grad_input: Optional[Tensor]
 ) -> _Phase1Result:
@@ -84,12 +79,7 @@ def log_sigmoid_backward_get_workspace_size(
 def log_sigmoid_backward(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
 ) -> int:
-    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
-    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
-    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
-    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
-    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
-    executors are consumed by any phase-2 call)."""
+    """Phase 2 of aclnnLogSigmoidBackward: runs the executor; see "Phase 2" in :mod:`ascendgrad.aclnn`."""
 def softshrink_backward_get_workspace_size(
     grad_output: Optional[Tensor], self: Optional[Tensor], lambd: Optional[Scalar], grad_input: Optional[Tensor]
 ) -> _Phase1Result:
@@ -102,12 +92,7 @@ def softshrink_backward_get_workspace_size(
 def softshrink_backward(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
 ) -> int:
-    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
-    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
-    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
-    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
-    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
-    executors are consumed by any phase-2 call)."""
+    """Phase 2 of aclnnSoftshrinkBackward: runs the executor; see "Phase 2" in :mod:`ascendgrad.aclnn`."""
 def cross_entropy_loss_grad_get_workspace_size(
     grad_loss: Optional[Tensor],
     log_prob: Optional[Tensor],
@@ -134,12 +119,7 @@ def cross_entropy_loss_grad_get_workspace_size(
 def cross_entropy_loss_grad(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
 ) -> int:
-    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
-    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
-    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
-    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
-    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
-    executors are consumed by any phase-2 call)."""
+    """Phase 2 of aclnnCrossEntropyLossGrad: runs the executor; see "Phase 2" in :mod:`ascendgrad.aclnn`."""
 def kl_div_backward_get_workspace_size(
     grad_output: Optional[Tensor],
     self: Optional[Tensor],
@@ -157,9 +137,4 @@ def kl_div_backward_get_workspace_size(
 def kl_div_backward(
     workspace: _Workspace, workspace_size: int, executor: Optional[Executor], stream: Optional[Stream] = None
 ) -> int:
-    """Phase 2: runs ``executor`` (from the matching ``*_get_workspace_size``) and returns the
-    status. ``workspace``: None or a writable C-contiguous uint8 array of at least
-    ``workspace_size`` bytes; ``stream``: None runs synchronously, an :class:`Stream` queues the
-    work (errors then come from ``stream.synchronize()``). 161001 for a None executor; 161002
-    for a workspace smaller than phase 1 asked, or an executor that is not live (single-use
-    executors are consumed by any phase-2 call)."""
+    """Phase 2 of aclnnKlDivBackward: runs the executor; see "Phase 2" in :mod:`ascendgrad.aclnn`."""
