@@ -11,8 +11,8 @@ Two entry points:
 Both return a :class:`GradcheckResult` (true when the check passed) whose ``str`` is a short
 report naming the worst elements — never a dump of a Jacobian.
 
-The module itself is callable: ``ascendgrad.gradcheck("softmax_backward", ...)`` is
-``ascendgrad.gradcheck.gradcheck("softmax_backward", ...)``.
+Use it as ``from ascendgrad import gradcheck; gradcheck.gradcheck("softmax_backward", ...)``
+(the module is not callable itself).
 """
 
 from __future__ import annotations
