@@ -38,6 +38,12 @@ void retire(aclOpExecutor *h) {
 
 }  // namespace
 
+size_t live_executors() {
+    Registry &r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    return r.live.size();
+}
+
 aclnnStatus publish(std::unique_ptr<Executor> exec, uint64_t *workspaceSize, aclOpExecutor **executor) {
     const uint64_t ws = exec->workspace;
     Registry &r = registry();

@@ -37,6 +37,9 @@ struct Executor {
 // Phase 1 tail: registers exec and hands out its handle and workspace size.
 aclnnStatus publish(std::unique_ptr<Executor> exec, uint64_t *workspaceSize, aclOpExecutor **executor);
 
+// How many executors are live (tests: a failing phase 1 leaves none behind).
+size_t live_executors();
+
 // Phase 2 for every operator: looks the handle up, checks the workspace, runs it on `stream`
 // (synchronously for NULL) and retires a single-use executor.
 aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

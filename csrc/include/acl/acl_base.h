@@ -22,6 +22,14 @@ typedef void *aclrtStream;
 typedef int aclError;
 typedef uint16_t aclFloat16;
 
+/* C++ gives the enums below int as their fixed underlying type: a C caller may pass any int,
+   and without a fixed type a value outside the enumerators' range is undefined in C++. */
+#ifdef __cplusplus
+#define ACL_ENUM_INT : int
+#else
+#define ACL_ENUM_INT
+#endif
+
 static const int ACL_SUCCESS = 0;
 static const int ACL_ERROR_NONE = 0;
 static const int ACL_ERROR_INVALID_PARAM = 100000;
@@ -32,7 +40,7 @@ static const int ACL_ERROR_BAD_ALLOC = 200000;
 static const int ACL_ERROR_INTERNAL_ERROR = 500000;
 static const int ACL_ERROR_FAILURE = 500001;
 
-typedef enum {
+typedef enum ACL_ENUM_INT {
     ACL_DT_UNDEFINED = -1,
     ACL_FLOAT = 0,
     ACL_FLOAT16 = 1,
@@ -52,7 +60,7 @@ typedef enum {
     ACL_BF16 = 27
 } aclDataType;
 
-typedef enum {
+typedef enum ACL_ENUM_INT {
     ACL_FORMAT_UNDEFINED = -1,
     ACL_FORMAT_NCHW = 0,
     ACL_FORMAT_NHWC = 1,

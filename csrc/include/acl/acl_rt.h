@@ -8,7 +8,7 @@
 extern "C" {
 #endif
 
-typedef enum aclrtMemcpyKind {
+typedef enum aclrtMemcpyKind ACL_ENUM_INT {
     ACL_MEMCPY_HOST_TO_HOST = 0,
     ACL_MEMCPY_HOST_TO_DEVICE = 1,
     ACL_MEMCPY_DEVICE_TO_HOST = 2,
@@ -16,7 +16,7 @@ typedef enum aclrtMemcpyKind {
     ACL_MEMCPY_DEFAULT = 4
 } aclrtMemcpyKind;
 
-typedef enum aclrtMemMallocPolicy {
+typedef enum aclrtMemMallocPolicy ACL_ENUM_INT {
     ACL_MEM_MALLOC_HUGE_FIRST = 0,
     ACL_MEM_MALLOC_HUGE_ONLY = 1,
     ACL_MEM_MALLOC_NORMAL_ONLY = 2

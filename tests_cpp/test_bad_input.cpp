@@ -1,0 +1,585 @@
+// The bad-input matrix (SPEC §1 two-phase contract, §2.6 common rules), table-driven: for every
+// argument of every operator, each way it can be wrong. Every row asserts the exact status, a
+// message naming the operator and the argument, and that nothing was written: every storage
+// (out's canary included) is byte-identical afterwards, workspaceSize and executor keep their
+// sentinels and no executor is left behind. Faults aclCreateTensor rejects (negative dims, a
+// view outside its storage) are checked at creation (NULL + message), then as the NULL argument.
+#include <deque>
+#include <functional>
+#include <memory>
+
+#include "aclnnop/aclnn_cross_entropy_loss_grad.h"
+#include "aclnnop/aclnn_kl_div_backward.h"
+#include "aclnnop/aclnn_logsigmoid_backward.h"
+#include "aclnnop/aclnn_softmax_backward.h"
+#include "aclnnop/aclnn_softshrink_backward.h"
+#include "api/executor.h"
+#include "test_util.h"
+
+using namespace agtest;
+
+namespace {
+
+constexpr aclnnStatus kOk = ACLNN_SUCCESS, kNull = ACLNN_ERR_PARAM_NULLPTR, kInvalid = ACLNN_ERR_PARAM_INVALID;
+constexpr double kCanary = 7.0;
+constexpr int64_t kPad = 4;  // elements before (offset) and after each valid view in its storage
+
+using Tensors = std::vector<aclTensor *>;
+using Phase2 = aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, aclrtStream);
+
+// The non-tensor arguments; defaults make a valid call.
+struct Options {
+    int64_t dim = 1;                                        // softmax
+    double lambd = 0.5;                                     // softshrink
+    aclDataType lambd_dtype = ACL_FLOAT;
+    bool lambd_null = false;
+    const char *reduction = "mean";                         // cross-entropy
+    int64_t ignore_index = -100;
+    double label_smoothing = 0.1, zloss_scale = 0.5;        // zloss_scale != 0: lse is required
+    int64_t kl_reduction = 1;                               // kl-div
+    bool log_target = false;
+};
+
+enum class Role { Input, Optional, Ignored, Output };  // Ignored: LogSigmoid's buffer
+
+struct ArgDef {
+    const char *name;
+    Shape shape;
+    aclDataType dtype;
+    Role role;
+    std::vector<double> values;  // empty: a default pattern
+    Shape bad_shape = {};        // a shape this argument rejects itself; empty: last dim + 1
+};
+
+struct OpDef {
+    const char *name;
+    std::vector<ArgDef> args;
+    aclnnStatus (*phase1)(const Tensors &, const Options &, uint64_t *, aclOpExecutor **);
+    Phase2 phase2;
+};
+
+const std::vector<OpDef> &ops() {
+    static const std::vector<OpDef> v = {
+        {"aclnnSoftmaxBackward",
+         {{"gradOutput", {2, 3}, ACL_FLOAT, Role::Input, {}},
+          {"output", {2, 3}, ACL_FLOAT, Role::Input, {0.2, 0.3, 0.5, 0.1, 0.1, 0.8}},
+          {"out", {2, 3}, ACL_FLOAT, Role::Output, {}}},
+         [](const Tensors &t, const Options &o, uint64_t *ws, aclOpExecutor **e) {
+             return aclnnSoftmaxBackwardGetWorkspaceSize(t[0], t[1], o.dim, t[2], ws, e);
+         },
+         aclnnSoftmaxBackward},
+        {"aclnnLogSigmoidBackward",
+         {{"gradOutput", {2, 3}, ACL_FLOAT, Role::Input, {}},
+          {"self", {2, 3}, ACL_FLOAT, Role::Input, {}},
+          {"buffer", {2, 3}, ACL_FLOAT, Role::Ignored, {}},
+          {"gradInput", {2, 3}, ACL_FLOAT, Role::Output, {}}},
+         [](const Tensors &t, const Options &, uint64_t *ws, aclOpExecutor **e) {
+             return aclnnLogSigmoidBackwardGetWorkspaceSize(t[0], t[1], t[2], t[3], ws, e);
+         },
+         aclnnLogSigmoidBackward},
+        {"aclnnSoftshrinkBackward",
+         {{"gradOutput", {2, 3}, ACL_FLOAT, Role::Input, {}},
+          {"self", {2, 3}, ACL_FLOAT, Role::Input, {}},
+          {"gradInput", {2, 3}, ACL_FLOAT, Role::Output, {}}},
+         [](const Tensors &t, const Options &o, uint64_t *ws, aclOpExecutor **e) {
+             unsigned char value[8];
+             write_elem(value, o.lambd_dtype, o.lambd);
+             aclScalar *lambd = o.lambd_null ? nullptr : aclCreateScalar(value, o.lambd_dtype);
+             const aclnnStatus s = aclnnSoftshrinkBackwardGetWorkspaceSize(t[0], t[1], lambd, t[2], ws, e);
+             aclDestroyScalar(lambd);  // phase 1 keeps the value, not the scalar
+             return s;
+         },
+         aclnnSoftshrinkBackward},
+        {"aclnnCrossEntropyLossGrad",
+         {{"gradLoss", {}, ACL_FLOAT, Role::Input, {0.5}},
+          // another C (or N) is reported by the argument that then disagrees: see value_rows
+          {"logProb", {2, 3}, ACL_FLOAT, Role::Input, {-1.2, -0.9, -1.2, -2.0, -0.5, -1.5}, {2, 3, 1}},
+          {"target", {2}, ACL_INT64, Role::Input, {0, 2}},
+          {"weightOptional", {3}, ACL_FLOAT, Role::Optional, {1.0, 2.0, 0.5}},
+          {"gradZlossOptional", {}, ACL_FLOAT, Role::Optional, {0.25}},
+          {"lseForZlossOptional", {2}, ACL_FLOAT, Role::Input, {1.5, 2.5}},
+          {"out", {2, 3}, ACL_FLOAT, Role::Output, {}}},
+         [](const Tensors &t, const Options &o, uint64_t *ws, aclOpExecutor **e) {
+             return aclnnCrossEntropyLossGradGetWorkspaceSize(t[0], t[1], t[2], t[3], t[4], t[5],
+                                                              const_cast<char *>(o.reduction), o.ignore_index,
+                                                              o.label_smoothing, o.zloss_scale, t[6], ws, e);
+         },
+         aclnnCrossEntropyLossGrad},
+        {"aclnnKlDivBackward",
+         {{"gradOutput", {2, 3}, ACL_FLOAT, Role::Input, {}},
+          {"self", {2, 3}, ACL_FLOAT, Role::Input, {}},
+          {"target", {2, 3}, ACL_FLOAT, Role::Input, {0.1, 0.2, 0.7, 0.3, 0.3, 0.4}},
+          {"out", {2, 3}, ACL_FLOAT, Role::Output, {}}},
+         [](const Tensors &t, const Options &o, uint64_t *ws, aclOpExecutor **e) {
+             return aclnnKlDivBackwardGetWorkspaceSize(t[0], t[1], t[2], o.kl_reduction, o.log_target, t[3], ws, e);
+         },
+         aclnnKlDivBackward},
+    };
+    return v;
+}
+
+const OpDef &op_named(const std::string &name) {
+    for (const OpDef &op : ops())
+        if (name == op.name) return op;
+    throw std::runtime_error("no operator " + name);
+}
+
+// One call of an operator: valid tensors (each view at offset kPad inside a padded storage; out
+// canary-filled), what is passed instead, and the options.
+struct Call {
+    const OpDef &op;
+    std::deque<HostTensor> owned;   // every storage here is compared before and after
+    Tensors t;
+    Options o;
+    std::vector<aclTensor *> made;  // tensors a fault created, destroyed with the call
+    std::string create_msg;         // the message of an aclCreateTensor a fault expected to fail
+
+    explicit Call(const OpDef &def) : op(def) {
+        for (const ArgDef &a : op.args) {
+            const int64_t n = numel(a.shape);
+            HostTensor &h = owned.emplace_back(a.shape, contiguous_strides(a.shape), kPad, a.dtype, n + 2 * kPad);
+            if (a.role == Role::Output) {
+                h.fill_storage(kCanary);
+            } else {
+                h.fill_storage(-3.0);  // outside the view: must stay as it is too
+                std::vector<double> v = a.values;
+                for (int64_t i = int64_t(v.size()); i < n; ++i) v.push_back(0.25 * double(i + 1) - 0.6);
+                h.fill(v);
+            }
+            t.push_back(h.t());
+        }
+    }
+    ~Call() {
+        for (aclTensor *m : made) aclDestroyTensor(m);
+    }
+    int index(const std::string &arg) const {
+        for (size_t i = 0; i < op.args.size(); ++i)
+            if (arg == op.args[i].name) return int(i);
+        throw std::runtime_error(std::string(op.name) + " has no argument " + arg);
+    }
+    const ArgDef &def(const std::string &arg) const { return op.args[size_t(index(arg))]; }
+    HostTensor &tensor(const std::string &arg) { return owned[size_t(index(arg))]; }
+    std::vector<std::vector<unsigned char>> storages() const {
+        std::vector<std::vector<unsigned char>> r;
+        for (const HostTensor &h : owned) r.push_back(h.storage_bytes());
+        return r;
+    }
+    // A tensor the call passes in place of `arg`; NULL is recorded with its creation message.
+    void pass(const std::string &arg, aclTensor *tensor) {
+        if (tensor) made.push_back(tensor);
+        else create_msg = take_error();
+        t[size_t(index(arg))] = tensor;
+    }
+    // A contiguous view of `shape` and `dtype` over arg's own storage (the call's other rules
+    // then decide), or with data replaced by `data`.
+    aclTensor *create(const std::string &arg, const Shape &shape, aclDataType dtype, const Shape *strides = nullptr,
+                      int64_t offset = 0, const Shape *storage = nullptr) {
+        HostTensor &h = tensor(arg);
+        const int64_t bytes = h.storage_elems() * int64_t(aclDataTypeSize(h.dtype()));
+        const Shape whole = {bytes / std::max<int64_t>(1, int64_t(aclDataTypeSize(dtype)))};
+        const Shape &st = storage ? *storage : whole;
+        return aclCreateTensor(shape.data(), shape.size(), dtype, strides ? strides->data() : nullptr, offset,
+                               ACL_FORMAT_ND, st.data(), st.size(), h.data());
+    }
+};
+
+// One row of the matrix.
+struct Case {
+    std::string name;                    // gtest parameter name
+    std::string op;
+    std::function<void(Call &)> fault;
+    aclnnStatus status;                  // phase 1's (or phase 2's when at_phase2)
+    std::vector<std::string> fragments;  // in the message, besides the operator's name
+    bool at_phase2 = false;              // phase 1 succeeds; the data-dependent check fails
+    std::string create_fragment;         // the fault's aclCreateTensor fails with this message
+};
+
+bool contains(const std::string &s, const std::string &needle) { return s.find(needle) != std::string::npos; }
+
+std::string short_op(const std::string &op) { return op.substr(5); }  // without "aclnn"
+
+// ---- the generated rows: every tensor argument of every operator ----
+
+void tensor_rows(std::vector<Case> &rows) {
+    for (const OpDef &op : ops()) {
+        const std::string opn = op.name;
+        for (const ArgDef &a : op.args) {
+            const std::string arg = a.name, prefix = short_op(opn) + "_" + arg + "_";
+            // Only phase 2's kernel reads an argument's data; LogSigmoid's buffer is never read,
+            // so it is checked for presence only (as CANN): its other faults are accepted.
+            const bool ignored = a.role == Role::Ignored;
+            auto row = [&](const std::string &fault, std::function<void(Call &)> f, aclnnStatus status,
+                           std::vector<std::string> frags, std::string create = "") {
+                // a NULL handle means "absent" to an optional argument
+                const bool null_handle = fault == "Null" || !create.empty();
+                if ((ignored && !null_handle) || (null_handle && a.role == Role::Optional)) status = kOk;
+                frags.insert(frags.begin(), arg);
+                rows.push_back({prefix + fault, opn, std::move(f), status, std::move(frags), false, std::move(create)});
+            };
+            row("Null", [arg](Call &c) { c.t[size_t(c.index(arg))] = nullptr; }, kNull,
+                {"got null for argument " + arg});
+            const aclDataType wrong = a.dtype == ACL_INT64 ? ACL_FLOAT : ACL_INT32;
+            row("WrongDtype", [arg, wrong](Call &c) { c.pass(arg, c.create(arg, c.def(arg).shape, wrong)); },
+                kInvalid, {wrong == ACL_INT32 ? "DT_INT32" : "DT_FLOAT"});
+            // a value no enumerator has (C callers pass any int): reported, not undefined
+            row("UnknownDtype", [arg](Call &c) { c.pass(arg, c.create(arg, c.def(arg).shape, aclDataType(1000))); },
+                kInvalid, {"DT_UNDEFINED"});
+            row("Rank9", [arg](Call &c) { c.pass(arg, c.create(arg, Shape(9, 1), c.def(arg).dtype)); }, kInvalid,
+                {"larger than 8"});
+            Shape bad = a.bad_shape;
+            if (bad.empty()) {
+                bad = a.shape.empty() ? Shape{2} : a.shape;
+                if (!a.shape.empty()) bad.back() += 1;
+            }
+            row("Shape",
+                [arg, bad](Call &c) { c.pass(arg, c.create(arg, bad, c.def(arg).dtype)); }, kInvalid,
+                {shape_str(bad)});
+            row("NegativeDim",
+                [arg](Call &c) {
+                    Shape neg = c.def(arg).shape;
+                    if (neg.empty()) neg = {-1};
+                    else neg.back() = -neg.back();
+                    c.pass(arg, c.create(arg, neg, c.def(arg).dtype));
+                },
+                kNull, {"got null for argument " + arg}, "is negative");
+            row("NumelOverflow",
+                [arg](Call &c) {
+                    const Shape huge = {int64_t(1) << 32, int64_t(1) << 32}, zero = {0, 0};
+                    c.pass(arg, c.create(arg, huge, c.def(arg).dtype, &zero));
+                },
+                kInvalid, {"more elements than int64"});
+            row("OutsideStorage",
+                [arg](Call &c) {
+                    const ArgDef &d = c.def(arg);
+                    const Shape storage = {numel(d.shape) + kPad - 1};  // one element short
+                    c.pass(arg, c.create(arg, d.shape, d.dtype, nullptr, kPad, &storage));
+                },
+                kNull, {"got null for argument " + arg}, "reaches outside storage");
+            row("NullData",
+                [arg](Call &c) {
+                    const ArgDef &d = c.def(arg);
+                    const Shape st = contiguous_strides(d.shape), storage = {numel(d.shape)};
+                    c.pass(arg, aclCreateTensor(d.shape.data(), d.shape.size(), d.dtype, st.data(), 0, ACL_FORMAT_ND,
+                                                storage.data(), 1, nullptr));
+                },
+                kNull, {"NULL data address"});
+            if (a.role != Role::Output) continue;
+            row("OverlapsItself",
+                [arg](Call &c) {
+                    const ArgDef &d = c.def(arg);
+                    Shape st = contiguous_strides(d.shape);
+                    st[0] = 0;  // every row is the same memory
+                    c.pass(arg, c.create(arg, d.shape, d.dtype, &st, kPad));
+                },
+                kInvalid, {"overlap itself"});
+            // out as a view that starts one element before input `in` and runs into it.
+            for (const ArgDef &in : op.args) {
+                if (in.role == Role::Output) continue;
+                const std::string inn = in.name;
+                rows.push_back(
+                    {prefix + "PartiallyOverlaps_" + inn, opn,
+                     [arg, inn](Call &c) {
+                         const ArgDef &d = c.def(arg);
+                         const int64_t first = kPad * int64_t(aclDataTypeSize(c.def(inn).dtype)),
+                                       es = int64_t(aclDataTypeSize(d.dtype));
+                         c.pass(arg, c.create(inn, d.shape, d.dtype, nullptr, first / es - 1));
+                     },
+                     in.role == Role::Ignored ? kOk : kInvalid, {arg, inn, "partially overlaps"}});
+            }
+        }
+    }
+}
+
+// ---- the operator-specific rows: values out of range ----
+
+void value_rows(std::vector<Case> &rows) {
+    auto opt = [&](const std::string &op, const std::string &name, std::function<void(Options &)> f,
+                   std::vector<std::string> frags, aclnnStatus status = kInvalid) {
+        rows.push_back({short_op(op) + "_" + name, op, [f](Call &c) { f(c.o); }, status, std::move(frags)});
+    };
+    const std::string sm = "aclnnSoftmaxBackward", ss = "aclnnSoftshrinkBackward", ce = "aclnnCrossEntropyLossGrad",
+                      kl = "aclnnKlDivBackward";
+    opt(sm, "dim_2", [](Options &o) { o.dim = 2; }, {"provided dim 2 not in the range of input size 2."});
+    opt(sm, "dim_minus3", [](Options &o) { o.dim = -3; }, {"provided dim -3 not in the range of input size 2."});
+    opt(sm, "dim_int64max", [](Options &o) { o.dim = INT64_MAX; }, {"provided dim 9223372036854775807"});
+    opt(sm, "dim_int64min", [](Options &o) { o.dim = INT64_MIN; }, {"provided dim -9223372036854775808"});
+    opt(ss, "lambd_Null", [](Options &o) { o.lambd_null = true; }, {"lambd", "null"}, kNull);
+    opt(ss, "lambd_negative", [](Options &o) { o.lambd = -0.5; },
+        {"lambd should be greater or equal to 0, but found to be [-0.500000]."});
+    opt(ss, "lambd_NaN", [](Options &o) { o.lambd = NAN; }, {"lambd should be greater or equal to 0"});
+    opt(ss, "lambd_negative_f64", [](Options &o) { o.lambd = -1e-300, o.lambd_dtype = ACL_DOUBLE; },
+        {"lambd should be greater or equal to 0"});
+    opt(ss, "lambd_bool", [](Options &o) { o.lambd = 1, o.lambd_dtype = ACL_BOOL; }, {"lambd", "DT_BOOL"});
+    opt(ce, "reduction_avg", [](Options &o) { o.reduction = "avg"; }, {"reductionOptional", "\"avg\""});
+    opt(ce, "reduction_empty", [](Options &o) { o.reduction = ""; }, {"reductionOptional", "\"\""});
+    opt(ce, "reduction_MEAN", [](Options &o) { o.reduction = "MEAN"; }, {"reductionOptional", "\"MEAN\""});
+    opt(ce, "labelSmoothing_negative", [](Options &o) { o.label_smoothing = -0.1; },
+        {"labelSmoothing should be in [0, 1], but got -0.1"});
+    opt(ce, "labelSmoothing_above1", [](Options &o) { o.label_smoothing = 1.5; }, {"labelSmoothing", "1.5"});
+    opt(ce, "labelSmoothing_NaN", [](Options &o) { o.label_smoothing = NAN; }, {"labelSmoothing", "nan"});
+    opt(ce, "lseSquareScaleForZloss_inf", [](Options &o) { o.zloss_scale = INFINITY; },
+        {"lseSquareScaleForZloss", "inf"});
+    opt(ce, "lseSquareScaleForZloss_NaN", [](Options &o) { o.zloss_scale = NAN; }, {"lseSquareScaleForZloss", "nan"});
+    opt(kl, "reduction_minus1", [](Options &o) { o.kl_reduction = -1; }, {"reduction", "but got -1"});
+    opt(kl, "reduction_4", [](Options &o) { o.kl_reduction = 4; }, {"reduction", "but got 4"});
+
+    // Shapes valid in general but not for this call.
+    auto tensor = [&](const std::string &op, const std::string &name, std::function<void(Call &)> f,
+                      std::vector<std::string> frags) {
+        rows.push_back({short_op(op) + "_" + name, op, std::move(f), kInvalid, std::move(frags)});
+    };
+    tensor(ce, "logProb_rank1", [](Call &c) { c.pass("logProb", c.create("logProb", {6}, ACL_FLOAT)); },
+           {"logProb", "[6]"});
+    tensor(ce, "logProb_classes_differ_from_weight",
+           [](Call &c) { c.pass("logProb", c.create("logProb", {2, 4}, ACL_FLOAT)); },
+           {"weightOptional", "[4]", "[3]"});
+    tensor(ce, "logProb_rows_differ_from_target",
+           [](Call &c) { c.pass("logProb", c.create("logProb", {3, 3}, ACL_FLOAT)); }, {"target", "[3]", "[2]"});
+    tensor(ce, "logProb_0classes", [](Call &c) { c.pass("logProb", c.create("logProb", {2, 0}, ACL_FLOAT)); },
+           {"logProb", "C > 0"});
+    tensor(ce, "gradLoss_scalar_for_none", [](Call &c) { c.o.reduction = "none"; }, {"gradLoss", "[2]", "[]"});
+    tensor(ce, "target_int16", [](Call &c) { c.pass("target", c.create("target", {2}, ACL_INT16)); },
+           {"target", "DT_INT16"});
+    tensor(ce, "weight_f32_dtype_int64", [](Call &c) { c.pass("weightOptional", c.create("weightOptional", {3}, ACL_INT64)); },
+           {"weightOptional", "DT_INT64"});
+    tensor(sm, "output_other_float_dtype", [](Call &c) { c.pass("output", c.create("output", {2, 3}, ACL_DOUBLE)); },
+           {"output", "DT_DOUBLE"});
+    tensor(kl, "gradOutput_does_not_broadcast",
+           [](Call &c) { c.pass("gradOutput", c.create("gradOutput", {2, 2, 3}, ACL_FLOAT)); },
+           {"shape of gradOutput must broadcast to [2, 3], but current is [2, 2, 3]"});
+    tensor(ss, "self_does_not_broadcast", [](Call &c) { c.pass("self", c.create("self", {3, 1}, ACL_FLOAT)); },
+           {"self", "[3, 1]", "gradOutput", "[2, 3]"});
+
+    // Targets are data: checked in phase 2, before anything is written.
+    auto target = [&](const std::string &name, std::vector<double> values, aclDataType dt, std::string frag) {
+        rows.push_back({short_op(ce) + "_target_" + name, ce,
+                        [values, dt](Call &c) {
+                            if (dt != ACL_INT64) c.pass("target", c.create("target", {2}, dt));
+                            HostTensor &h = c.tensor("target");
+                            for (size_t i = 0; i < values.size(); ++i) {
+                                // the values at the view's place in the (re)typed storage
+                                unsigned char *p = static_cast<unsigned char *>(h.data()) +
+                                                   (dt == ACL_INT64 ? kPad * 8 : 0) + i * aclDataTypeSize(dt);
+                                write_elem(p, dt, values[i]);
+                            }
+                        },
+                        kInvalid, {"Target " + frag, "out of bounds"}, true});
+    };
+    target("equal_C", {0, 3}, ACL_INT64, "3");
+    target("negative", {-1, 0}, ACL_INT64, "-1");
+    target("huge", {0, 4e18}, ACL_INT64, "4000000000000000000");
+    target("int32_equal_C", {3, 0}, ACL_INT32, "3");
+}
+
+std::vector<Case> all_rows() {
+    std::vector<Case> rows;
+    tensor_rows(rows);
+    value_rows(rows);
+    return rows;
+}
+
+// Runs phase 2 of a successful phase 1 and checks it succeeds.
+void run_ok(const OpDef &op, uint64_t ws, aclOpExecutor *e) {
+    std::vector<unsigned char> w(ws);
+    EXPECT_EQ(op.phase2(ws ? w.data() : nullptr, ws, e, nullptr), kOk) << take_error();
+}
+
+class BadInput : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BadInput, ExactStatusMessageAndNothingWritten) {
+    const Case &row = GetParam();
+    const OpDef &op = op_named(row.op);
+    Call call(op);
+    take_error();
+    row.fault(call);
+    if (!row.create_fragment.empty())
+        EXPECT_TRUE(contains(call.create_msg, "aclCreateTensor") && contains(call.create_msg, row.create_fragment))
+            << "aclCreateTensor should fail with \"" << row.create_fragment << "\", message: " << call.create_msg;
+    const auto before = call.storages();
+    const size_t live = ag::live_executors();
+    uint64_t ws = 0xdeadbeef;
+    aclOpExecutor *const sentinel = reinterpret_cast<aclOpExecutor *>(uintptr_t(0xabc0));
+    aclOpExecutor *e = sentinel;
+    aclnnStatus s = op.phase1(call.t, call.o, &ws, &e);
+    if (row.status == kOk) {  // an accepted "fault" (what the operator never reads)
+        ASSERT_EQ(s, kOk) << take_error();
+        run_ok(op, ws, e);
+        return;
+    }
+    std::string msg = take_error();
+    if (row.at_phase2) {
+        ASSERT_EQ(s, kOk) << msg;
+        s = op.phase2(nullptr, ws, e, nullptr);
+        msg = take_error();
+    } else {
+        EXPECT_EQ(ws, 0xdeadbeefu) << "a failing phase 1 wrote workspaceSize";
+        EXPECT_EQ(e, sentinel) << "a failing phase 1 wrote executor";
+    }
+    EXPECT_EQ(s, row.status) << msg;
+    EXPECT_TRUE(contains(msg, op.name)) << "message does not name " << op.name << ": " << msg;
+    for (const std::string &f : row.fragments) EXPECT_TRUE(contains(msg, f)) << "\"" << f << "\" not in: " << msg;
+    EXPECT_EQ(ag::live_executors(), live) << "an executor was left behind";
+    const auto after = call.storages();
+    for (size_t i = 0; i < before.size(); ++i)
+        EXPECT_TRUE(before[i] == after[i]) << "storage of " << op.args[i].name << " was written";
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, BadInput, ::testing::ValuesIn(all_rows()),
+                         [](const ::testing::TestParamInfo<Case> &info) { return info.param.name; });
+
+// ---- phase-1 output pointers and phase 2: executors, workspaces, streams ----
+
+// An executor that only records whether it ran: lets phase 2's workspace check be tested with a
+// non-zero requirement (every operator's phase 1 asks for none today).
+struct RecordingExec : ag::Executor {
+    std::shared_ptr<bool> ran = std::make_shared<bool>(false);
+    aclnnStatus run(const IO &, void *) const override {
+        *ran = true;
+        return kOk;
+    }
+};
+
+struct Phase2Case {
+    std::string name;
+    std::string op;
+};
+
+std::vector<Phase2Case> phase2_rows() {
+    std::vector<Phase2Case> r;
+    for (const OpDef &op : ops()) r.push_back({short_op(op.name), op.name});
+    return r;
+}
+
+class Phase2BadInput : public ::testing::TestWithParam<Phase2Case> {
+protected:
+    const OpDef &op() const { return op_named(GetParam().op); }
+    // out's storage (the last argument is every operator's output)
+    static std::vector<unsigned char> out_bytes(const Call &c) { return c.owned.back().storage_bytes(); }
+    aclOpExecutor *prepare(Call &c, uint64_t *ws) {
+        aclOpExecutor *e = nullptr;
+        EXPECT_EQ(op().phase1(c.t, c.o, ws, &e), kOk) << take_error();
+        return e;
+    }
+    void expect_msg(std::initializer_list<std::string> frags) {
+        const std::string msg = take_error();
+        for (const std::string &f : frags) EXPECT_TRUE(contains(msg, f)) << "\"" << f << "\" not in: " << msg;
+    }
+};
+
+TEST_P(Phase2BadInput, Phase1WorkspaceSizeNull) {
+    Call c(op());
+    aclOpExecutor *const sentinel = reinterpret_cast<aclOpExecutor *>(uintptr_t(0xabc0));
+    aclOpExecutor *e = sentinel;
+    const size_t live = ag::live_executors();
+    EXPECT_EQ(op().phase1(c.t, c.o, nullptr, &e), kNull);
+    expect_msg({op().name, "workspaceSize"});
+    EXPECT_EQ(e, sentinel);
+    EXPECT_EQ(ag::live_executors(), live);
+}
+
+TEST_P(Phase2BadInput, Phase1ExecutorNull) {
+    Call c(op());
+    uint64_t ws = 77;
+    const size_t live = ag::live_executors();
+    EXPECT_EQ(op().phase1(c.t, c.o, &ws, nullptr), kNull);
+    expect_msg({op().name, "executor"});
+    EXPECT_EQ(ws, 77u);
+    EXPECT_EQ(ag::live_executors(), live);
+}
+
+TEST_P(Phase2BadInput, ExecutorNull) {
+    EXPECT_EQ(op().phase2(nullptr, 0, nullptr, nullptr), kNull);
+    expect_msg({op().name, "executor"});
+}
+
+TEST_P(Phase2BadInput, ExecutorReused) {
+    Call c(op());
+    uint64_t ws = 0;
+    aclOpExecutor *e = prepare(c, &ws);
+    run_ok(op(), ws, e);
+    c.owned.back().fill_storage(kCanary);
+    const auto before = out_bytes(c);
+    EXPECT_EQ(op().phase2(nullptr, ws, e, nullptr), kInvalid);
+    expect_msg({op().name, "executor", "not live"});
+    EXPECT_EQ(out_bytes(c), before);
+}
+
+TEST_P(Phase2BadInput, ExecutorDestroyedTwiceThenRun) {
+    Call c(op());
+    uint64_t ws = 0;
+    aclOpExecutor *e = prepare(c, &ws);
+    ASSERT_EQ(aclSetAclOpExecutorRepeatable(e), kOk);
+    const size_t live = ag::live_executors();
+    ASSERT_EQ(aclDestroyAclOpExecutor(e), kOk);
+    EXPECT_EQ(ag::live_executors(), live - 1);
+    EXPECT_EQ(aclDestroyAclOpExecutor(e), kInvalid);
+    expect_msg({"aclDestroyAclOpExecutor", "not live"});
+    const auto before = out_bytes(c);
+    EXPECT_EQ(op().phase2(nullptr, ws, e, nullptr), kInvalid);
+    expect_msg({op().name, "executor", "not live"});
+    EXPECT_EQ(out_bytes(c), before);
+}
+
+TEST_P(Phase2BadInput, WorkspaceNullWithNonZeroSize) {
+    Call c(op());
+    uint64_t ws = 0;
+    aclOpExecutor *e = prepare(c, &ws);
+    const auto before = out_bytes(c);
+    EXPECT_EQ(op().phase2(nullptr, ws + 64, e, nullptr), kInvalid);
+    expect_msg({op().name, "workspace is NULL"});
+    EXPECT_EQ(out_bytes(c), before);
+}
+
+TEST_P(Phase2BadInput, WorkspaceTooSmall) {
+    auto exec = std::make_unique<RecordingExec>();
+    exec->op = op().name;
+    exec->workspace = 64;
+    std::shared_ptr<bool> ran = exec->ran;
+    uint64_t ws = 0;
+    aclOpExecutor *e = nullptr;
+    ASSERT_EQ(ag::publish(std::move(exec), &ws, &e), kOk);
+    ASSERT_EQ(ws, 64u);
+    std::vector<unsigned char> w(64);
+    EXPECT_EQ(op().phase2(w.data(), 63, e, nullptr), kInvalid);
+    expect_msg({op().name, "workspaceSize 63 is smaller than the 64 bytes required"});
+    EXPECT_FALSE(*ran);
+}
+
+TEST_P(Phase2BadInput, ExecutorOfAnotherOperator) {
+    const OpDef *other = &ops()[0];
+    for (size_t i = 0; i < ops().size(); ++i)
+        if (ops()[i].name == op().name) other = &ops()[(i + 1) % ops().size()];
+    Call c(*other);
+    uint64_t ws = 0;
+    aclOpExecutor *e = nullptr;
+    ASSERT_EQ(other->phase1(c.t, c.o, &ws, &e), kOk) << take_error();
+    const auto before = out_bytes(c);
+    EXPECT_EQ(op().phase2(nullptr, ws, e, nullptr), kInvalid);
+    expect_msg({op().name, std::string(other->name) + "GetWorkspaceSize"});
+    EXPECT_EQ(out_bytes(c), before);
+}
+
+TEST_P(Phase2BadInput, DestroyedStream) {
+    Call c(op());
+    uint64_t ws = 0;
+    aclOpExecutor *e = prepare(c, &ws);
+    aclrtStream stream = nullptr;
+    ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+    ASSERT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+    const auto before = out_bytes(c);
+    EXPECT_EQ(op().phase2(nullptr, ws, e, stream), kInvalid);
+    expect_msg({op().name, "stream", "not a live stream"});
+    EXPECT_EQ(out_bytes(c), before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, Phase2BadInput, ::testing::ValuesIn(phase2_rows()),
+                         [](const ::testing::TestParamInfo<Phase2Case> &info) { return info.param.name; });
+
+TEST(ExecutorHandles, NullToDestroyAndRepeatable) {
+    EXPECT_EQ(aclDestroyAclOpExecutor(nullptr), ACLNN_ERR_INNER_NULLPTR);
+    EXPECT_TRUE(contains(take_error(), "aclDestroyAclOpExecutor: executor is nullptr"));
+    EXPECT_EQ(aclSetAclOpExecutorRepeatable(nullptr), ACLNN_ERR_INNER_NULLPTR);
+    EXPECT_TRUE(contains(take_error(), "aclSetAclOpExecutorRepeatable: executor is nullptr"));
+}
+
+}  // namespace
