@@ -5,14 +5,14 @@
 namespace agpy {
 namespace {
 
-py::module_ &numpy() {
-    static py::module_ np = py::module_::import("numpy");
-    return np;
+// Objects kept for the life of the process are leaked on purpose: a static py::object would be
+// released after the interpreter has finalized, which crashes at exit.
+py::handle numpy() {
+    static PyObject *m = py::module_::import("numpy").release().ptr();
+    return m;
 }
 
 // ascendgrad._interop: PyTorch tensors, DLPack and __array__ objects as ndarrays, in place.
-// The reference is leaked on purpose: a static py::object would be released after the
-// interpreter has finalized, which crashes at exit.
 py::handle interop() {
     static PyObject *m = py::module_::import("ascendgrad._interop").release().ptr();
     return m;
@@ -71,8 +71,8 @@ void raise_status(int status) {
 }
 
 py::dtype bfloat16_dtype() {
-    static py::dtype dt = py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16"));
-    return dt;
+    static PyObject *dt = py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16")).release().ptr();
+    return py::reinterpret_borrow<py::dtype>(dt);
 }
 
 aclDataType acl_dtype(const py::dtype &dt) {
@@ -196,7 +196,7 @@ py::tuple phase1_result(aclnnStatus s, uint64_t ws, aclOpExecutor *ex, std::vect
     return py::make_tuple(s, ws, py::cast(std::move(e)));
 }
 
-aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspace_size, py::object executor,
+static aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspace_size, py::object executor,
                        py::object stream) {
     void *ws = nullptr;
     if (!workspace.is_none()) {
@@ -224,6 +224,15 @@ aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspace_size,
     }
     py::gil_scoped_release nogil;
     return fn(ws, workspace_size, ex, st);
+}
+
+void def_phase2(py::module_ &raw, const char *name, Phase2 fn) {
+    raw.def(
+        name,
+        [fn](py::object workspace, uint64_t workspace_size, py::object executor, py::object stream) {
+            return run_phase2(fn, workspace, workspace_size, executor, stream);
+        },
+        py::arg("workspace"), py::arg("workspace_size"), py::arg("executor"), py::arg("stream") = py::none());
 }
 
 void bind_common(py::module_ &m, py::module_ &raw) {

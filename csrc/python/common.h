@@ -90,8 +90,8 @@ aclTensor *tensor_arg(py::handle obj, const char *name);  // None -> NULL
 aclScalar *scalar_arg(py::handle obj, const char *name);  // aclnn.Scalar; None -> NULL
 // (status, workspace_size, Executor | None) from a phase-1 call
 py::tuple phase1_result(aclnnStatus s, uint64_t ws, aclOpExecutor *ex, std::vector<py::object> keep);
-aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspace_size, py::object executor,
-                       py::object stream);
+// Binds raw phase 2: name(workspace, workspace_size, executor, stream=None) -> status.
+void def_phase2(py::module_ &raw, const char *name, Phase2 fn);
 
 void bind_common(py::module_ &m, py::module_ &raw);
 

@@ -71,12 +71,7 @@ void bind_cross_entropy_loss_grad(py::module_ &m, py::module_ &raw) {
         py::arg("grad_loss"), py::arg("log_prob"), py::arg("target"), py::arg("weight"), py::arg("grad_zloss"),
         py::arg("lse_for_zloss"), py::arg("reduction"), py::arg("ignore_index"), py::arg("label_smoothing"),
         py::arg("lse_square_scale_for_zloss"), py::arg("out"));
-    raw.def(
-        "cross_entropy_loss_grad",
-        [](py::object workspace, uint64_t workspace_size, py::object executor, py::object stream) {
-            return run_phase2(aclnnCrossEntropyLossGrad, workspace, workspace_size, executor, stream);
-        },
-        py::arg("workspace"), py::arg("workspace_size"), py::arg("executor"), py::arg("stream") = py::none());
+    def_phase2(raw, "cross_entropy_loss_grad", aclnnCrossEntropyLossGrad);
 }
 
 }  // namespace agpy

@@ -65,12 +65,7 @@ void bind_kl_div_backward(py::module_ &m, py::module_ &raw) {
         },
         py::arg("grad_output"), py::arg("self"), py::arg("target"), py::arg("reduction"), py::arg("log_target"),
         py::arg("out"));
-    raw.def(
-        "kl_div_backward",
-        [](py::object workspace, uint64_t workspace_size, py::object executor, py::object stream) {
-            return run_phase2(aclnnKlDivBackward, workspace, workspace_size, executor, stream);
-        },
-        py::arg("workspace"), py::arg("workspace_size"), py::arg("executor"), py::arg("stream") = py::none());
+    def_phase2(raw, "kl_div_backward", aclnnKlDivBackward);
 }
 
 }  // namespace agpy

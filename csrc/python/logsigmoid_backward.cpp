@@ -34,12 +34,7 @@ void bind_logsigmoid_backward(py::module_ &m, py::module_ &raw) {
             return phase1_result(s, ws, ex, {grad_output, self, buffer, grad_input});
         },
         py::arg("grad_output"), py::arg("self"), py::arg("buffer"), py::arg("grad_input"));
-    raw.def(
-        "log_sigmoid_backward",
-        [](py::object workspace, uint64_t workspace_size, py::object executor, py::object stream) {
-            return run_phase2(aclnnLogSigmoidBackward, workspace, workspace_size, executor, stream);
-        },
-        py::arg("workspace"), py::arg("workspace_size"), py::arg("executor"), py::arg("stream") = py::none());
+    def_phase2(raw, "log_sigmoid_backward", aclnnLogSigmoidBackward);
 }
 
 }  // namespace agpy

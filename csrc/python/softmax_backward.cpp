@@ -31,12 +31,7 @@ void bind_softmax_backward(py::module_ &m, py::module_ &raw) {
             return phase1_result(s, ws, ex, {grad_output, output, out});
         },
         py::arg("grad_output"), py::arg("output"), py::arg("dim"), py::arg("out"));
-    raw.def(
-        "softmax_backward",
-        [](py::object workspace, uint64_t workspace_size, py::object executor, py::object stream) {
-            return run_phase2(aclnnSoftmaxBackward, workspace, workspace_size, executor, stream);
-        },
-        py::arg("workspace"), py::arg("workspace_size"), py::arg("executor"), py::arg("stream") = py::none());
+    def_phase2(raw, "softmax_backward", aclnnSoftmaxBackward);
 }
 
 }  // namespace agpy

@@ -83,12 +83,7 @@ void bind_softshrink_backward(py::module_ &m, py::module_ &raw) {
             return phase1_result(s, ws, ex, {grad_output, self, grad_input});
         },
         py::arg("grad_output"), py::arg("self"), py::arg("lambd"), py::arg("grad_input"));
-    raw.def(
-        "softshrink_backward",
-        [](py::object workspace, uint64_t workspace_size, py::object executor, py::object stream) {
-            return run_phase2(aclnnSoftshrinkBackward, workspace, workspace_size, executor, stream);
-        },
-        py::arg("workspace"), py::arg("workspace_size"), py::arg("executor"), py::arg("stream") = py::none());
+    def_phase2(raw, "softshrink_backward", aclnnSoftshrinkBackward);
 }
 
 }  // namespace agpy
