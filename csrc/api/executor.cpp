@@ -1,5 +1,7 @@
 #include "executor.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -19,7 +21,12 @@ struct Registry {
 };
 
 Registry &registry() {
-    static Registry *r = new Registry;  // never destroyed: executors may outlive static teardown
+    // never destroyed: executors may outlive static teardown
+    static Registry *r = [] {
+        // held across fork(), so that the child's copy is consistent and unlocked
+        pthread_atfork([] { registry().mu.lock(); }, [] { registry().mu.unlock(); }, [] { registry().mu.unlock(); });
+        return new Registry;
+    }();
     return *r;
 }
 
@@ -72,7 +79,7 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
     std::shared_ptr<Stream> s;
     if (stream) {
         s = find_stream(stream);
-        if (!s) return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is not a live stream.", op, stream);
+        if (!s) return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p %s.", op, stream, kNotLiveStream);
     }
     if (std::strcmp(exec->op, op) != 0)
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: executor was created by %sGetWorkspaceSize.", op, exec->op);

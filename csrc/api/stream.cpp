@@ -1,5 +1,8 @@
 #include "stream.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -19,6 +22,9 @@ struct Stream {
     bool busy = false, stopping = false;
     int first_error = 0;           // first failure since the last synchronize
     std::string first_message;
+    // The worker exists only in this process: a child of fork() sees the stream as not live
+    // (an error, never a wait on a thread that is not there).
+    const pid_t pid = getpid();
     std::thread worker;
 
     Stream() : worker([this] { loop(); }) {}
@@ -73,7 +79,12 @@ struct Streams {
 };
 
 Streams &streams() {
-    static Streams *s = new Streams;  // never destroyed: workers may run during static teardown
+    // never destroyed: workers may run during static teardown
+    static Streams *s = [] {
+        // held across fork(), so that the child's copy is consistent and unlocked
+        pthread_atfork([] { streams().mu.lock(); }, [] { streams().mu.unlock(); }, [] { streams().mu.unlock(); });
+        return new Streams;
+    }();
     return *s;
 }
 
@@ -81,7 +92,9 @@ std::shared_ptr<Stream> take_stream(aclrtStream handle) {
     Streams &s = streams();
     std::lock_guard<std::mutex> lock(s.mu);
     auto it = s.live.find(reinterpret_cast<uintptr_t>(handle));
-    if (it == s.live.end()) return nullptr;
+    // a parent's stream stays in the child's registry: destroying it would join a thread that
+    // does not exist here
+    if (it == s.live.end() || it->second->pid != getpid()) return nullptr;
     std::shared_ptr<Stream> st = std::move(it->second);
     s.live.erase(it);
     return st;
@@ -93,7 +106,7 @@ std::shared_ptr<Stream> find_stream(aclrtStream handle) {
     Streams &s = streams();
     std::lock_guard<std::mutex> lock(s.mu);
     auto it = s.live.find(reinterpret_cast<uintptr_t>(handle));
-    return it == s.live.end() ? nullptr : it->second;
+    return it == s.live.end() || it->second->pid != getpid() ? nullptr : it->second;
 }
 
 bool submit(Stream &s, std::function<int()> work) {
@@ -128,7 +141,7 @@ aclError aclrtCreateStream(aclrtStream *stream) {
 aclError aclrtDestroyStream(aclrtStream stream) {
     return ag::guarded("aclrtDestroyStream", [&]() -> aclError {
         std::shared_ptr<ag::Stream> st = ag::take_stream(stream);
-        if (!st) return fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: %p is not a live stream.", stream);
+        if (!st) return fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: %p %s.", stream, ag::kNotLiveStream);
         st->stop();  // finishes the queued work first
         return ACL_SUCCESS;
     });
@@ -138,7 +151,7 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
     if (!stream) return ACL_SUCCESS;  // the NULL stream runs work synchronously
     return ag::guarded("aclrtSynchronizeStream", [&]() -> aclError {
         std::shared_ptr<ag::Stream> st = ag::find_stream(stream);
-        if (!st) return fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: %p is not a live stream.", stream);
+        if (!st) return fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: %p %s.", stream, ag::kNotLiveStream);
         return st->synchronize();
     });
 }
