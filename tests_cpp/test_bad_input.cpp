@@ -410,3 +410,34 @@ TEST(ExecutorHandles, NullToDestroyAndRepeatable) {
 }
 
 }  // namespace
+
+// ---- found by fuzzing (tests_cpp/fuzz) ----
+
+// Empty tensors whose other dims multiply past int64 (their numel is 0, so they are valid):
+// no overflow on the way to that 0, in the checks or in the kernels.
+TEST(FuzzRegression, EmptyTensorsWithHugeDims) {
+    const int64_t big = int64_t(1) << 62;
+    const Shape huge_empty = {big, 2, 0}, zeros = {0, 0, 0};
+    float storage[4] = {};
+    const int64_t one = 1;
+    auto make = [&](const Shape &shape, const Shape &strides) {
+        return aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT, strides.data(), 0, ACL_FORMAT_ND, &one, 1,
+                               storage);
+    };
+    uint64_t ws = 0;
+    aclOpExecutor *e = nullptr;
+    aclTensor *a = make(huge_empty, zeros), *b = make(huge_empty, zeros), *c = make(huge_empty, {2, 1, 1});
+    ASSERT_TRUE(a && b && c) << take_error();
+    ASSERT_EQ(aclnnSoftmaxBackwardGetWorkspaceSize(a, b, 0, c, &ws, &e), kOk) << take_error();
+    EXPECT_EQ(aclnnSoftmaxBackward(nullptr, ws, e, nullptr), kOk);
+    // KL: self non-empty, the broadcast shape B empty: out is the sum over no pre-images, 0
+    HostTensor self({1, 1, 1}, ACL_FLOAT), out({1, 1, 1}, ACL_FLOAT), small({1}, ACL_FLOAT);
+    small.fill({2.0});
+    for (aclTensor *g : {small.t(), b}) {  // gradOutput broadcast to B, or B itself
+        out.fill({kCanary});
+        EXPECT_EQ(aclnnKlDivBackwardGetWorkspaceSize(g, self.t(), a, 1, false, out.t(), &ws, &e), kOk) << take_error();
+        EXPECT_EQ(aclnnKlDivBackward(nullptr, ws, e, nullptr), kOk) << take_error();
+        EXPECT_EQ(out.at(0), 0.0);
+    }
+    for (aclTensor *x : {a, b, c}) aclDestroyTensor(x);
+}

@@ -71,6 +71,12 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
     kern::KlArgs &a = exec->args;
     a.ndim = int(b.size());
     std::copy(b.begin(), b.end(), a.shape);
+    // An empty B with a non-empty self has its 0s among the dims summed over, whose other sizes
+    // may multiply past int64 on the way to that 0. Every out element sums nothing either way,
+    // so the kernel gets 0 for all the summed dims (what it reads there then does not matter).
+    if (bnum == 0)
+        for (int d = 0, lead = a.ndim - self->rank(); d < a.ndim; ++d)
+            if (d < lead || self->view[size_t(d - lead)] != a.shape[d]) a.shape[d] = 0;
     a.log_target = logTarget;
     a.f64 = gradOutput->dtype == ACL_DOUBLE || self->dtype == ACL_DOUBLE || target->dtype == ACL_DOUBLE;
     // c (PyTorch's rules); with no element in B it never multiplies anything, so keep it finite.

@@ -9,6 +9,9 @@
 #include "status.h"
 
 int64_t aclTensor::numel() const {
+    // A 0 first: the other dims of an empty tensor may multiply past int64 (numel_overflow is
+    // set only when the whole product does).
+    if (std::find(view.begin(), view.end(), 0) != view.end()) return 0;
     int64_t n = 1;
     for (int64_t d : view) n *= d;
     return n;
