@@ -17,6 +17,16 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND (ASCENDGRAD_SANITIZE OR ASCENDGRAD_
   set(OpenMP_gomp_LIBRARY "${_gomp}" CACHE FILEPATH "")
 endif()
 
+# Options for the test programs' own code (tests_cpp): their float64 reference loops dominate the
+# sanitized suite's time at -O0, and need no coverage feedback.
+set(ASCENDGRAD_TEST_OPTIONS "")
+if(ASCENDGRAD_SANITIZE)
+  list(APPEND ASCENDGRAD_TEST_OPTIONS -O1)
+endif()
+if(ASCENDGRAD_BUILD_FUZZ)
+  list(APPEND ASCENDGRAD_TEST_OPTIONS -fno-sanitize=fuzzer-no-link)
+endif()
+
 if(ASCENDGRAD_SANITIZE)
   add_compile_options(-fsanitize=${ASCENDGRAD_SANITIZE} -fno-omit-frame-pointer)
   add_link_options(-fsanitize=${ASCENDGRAD_SANITIZE})

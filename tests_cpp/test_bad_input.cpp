@@ -225,7 +225,7 @@ TEST_P(BadInput, ExactStatusMessageAndNothingWritten) {
     const auto before = call.storages();
     const size_t live = ag::live_executors();
     uint64_t ws = 0xdeadbeef;
-    aclOpExecutor *const sentinel = reinterpret_cast<aclOpExecutor *>(uintptr_t(0xabc0));
+    aclOpExecutor *const sentinel = reinterpret_cast<aclOpExecutor *>(uintptr_t(0xabc1));  // odd: never a handle
     aclOpExecutor *e = sentinel;
     aclnnStatus s = op.phase1(call.t, call.o, &ws, &e);
     if (row.status == kOk) {  // an accepted "fault" (what the operator never reads)
@@ -295,7 +295,7 @@ protected:
 
 TEST_P(Phase2BadInput, Phase1WorkspaceSizeNull) {
     Call c(op());
-    aclOpExecutor *const sentinel = reinterpret_cast<aclOpExecutor *>(uintptr_t(0xabc0));
+    aclOpExecutor *const sentinel = reinterpret_cast<aclOpExecutor *>(uintptr_t(0xabc1));
     aclOpExecutor *e = sentinel;
     const size_t live = ag::live_executors();
     EXPECT_EQ(op().phase1(c.t, c.o, nullptr, &e), kNull);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need and runs every test: the C++ suite (ctest) and the Python suite
-# (pytest, which also builds the examples/ C++ programs against the installed package).
+# (pytest, which also builds the examples/ C++ programs against the installed package), and the
+# C++ suite again under sanitizers, with a short fuzzing run (tools/reliability.sh).
 # Run it inside a virtual environment; it installs ascendgrad[test] (torch 2.13.0 CPU, pytest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,5 +20,8 @@ jobs="${ASCENDGRAD_JOBS:-$(nproc)}"
 cmake -S . -B build/ctest -G Ninja -DASCENDGRAD_BUILD_TESTS=ON
 cmake --build build/ctest -j "$jobs"
 ctest --test-dir build/ctest --output-on-failure -j "$jobs"
+
+# ASan + UBSan and TSan builds of the C++ tests, and a 60 s fuzzing run (clang)
+bash tools/reliability.sh
 
 python -m pytest -q

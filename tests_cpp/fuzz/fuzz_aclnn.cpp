@@ -329,7 +329,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
     auto unchanged = [&](size_t i) { return std::equal(before[i].begin(), before[i].end(), c.args[i].data); };
     const size_t live = ag::live_executors();
     uint64_t ws = 0x5eed;
-    aclOpExecutor *const sentinel = reinterpret_cast<aclOpExecutor *>(uintptr_t(0xf00d0));
+    // odd: never a handle (those are multiples of 16)
+    aclOpExecutor *const sentinel = reinterpret_cast<aclOpExecutor *>(uintptr_t(0xf00d1));
     aclOpExecutor *e = sentinel;
 
     if (c.phase1(&ws, &e) != ACLNN_SUCCESS) {

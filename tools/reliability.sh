@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzzing part of tools/test.sh (README: Reliability), with clang:
+#   1. the whole ctest suite under ASan + UBSan (LeakSanitizer on), in build/rel-asan; the same
+#      build (coverage-instrumented objects) gives the libFuzzer target;
+#   2. the stream, executor and concurrency tests under TSan, in build/rel-tsan (only the two
+#      test programs they live in are built); OMP_NUM_THREADS=1, see README;
+#   3. a bounded fuzzing run (FUZZ_SECONDS, 60 by default) with a fixed seed.
+# Debug builds (-O0): compiling the kernels' dtype combinations with sanitizers at -O1 or more
+# costs minutes on 2 cores, more than the slower tests do.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! printf 'extern "C" int LLVMFuzzerTestOneInput(const char *, long) { return 0; }\n' |
+    clang++ -x c++ -fsanitize=fuzzer,address,undefined -o /dev/null - 2>/dev/null; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq clang libclang-rt-dev
+fi
+
+jobs="${ASCENDGRAD_JOBS:-$(nproc)}"
+common=(-G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+        -DASCENDGRAD_BUILD_TESTS=ON)
+
+echo "== ASan + UBSan: every C++ test"
+cmake -S . -B build/rel-asan "${common[@]}" -DASCENDGRAD_SANITIZE=address,undefined -DASCENDGRAD_BUILD_FUZZ=ON
+cmake --build build/rel-asan -j "$jobs"
+UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build/rel-asan --output-on-failure -j "$jobs"
+
+echo "== TSan: streams, executors, concurrency"
+cmake -S . -B build/rel-tsan "${common[@]}" -DASCENDGRAD_SANITIZE=thread
+cmake --build build/rel-tsan -j "$jobs" --target test_api test_concurrency
+OMP_NUM_THREADS=1 ctest --test-dir build/rel-tsan --output-on-failure -j "$jobs" \
+  -R '^(Stream|Executor|SetTensorAddr|ErrMsg|Concurrency)\.'
+
+echo "== libFuzzer: ${FUZZ_SECONDS:-60} s over the C API"
+corpus=build/rel-asan/fuzz-corpus
+mkdir -p "$corpus"
+build/rel-asan/tests_cpp/fuzz/fuzz_aclnn -seed=1 -max_total_time="${FUZZ_SECONDS:-60}" -print_final_stats=1 \
+  -artifact_prefix=build/rel-asan/ "$corpus" 2>&1 | grep -v -E '^#[0-9]+ +(NEW|REDUCE|pulse)'
