@@ -291,6 +291,14 @@ protected:
         const std::string msg = take_error();
         for (const std::string &f : frags) EXPECT_TRUE(contains(msg, f)) << "\"" << f << "\" not in: " << msg;
     }
+    // A phase-2 call that must fail with `status` and this message, leaving c's out as it was.
+    void expect_rejected(const Call &c, const std::function<aclnnStatus()> &phase2, aclnnStatus status,
+                         std::initializer_list<std::string> frags) {
+        const auto before = out_bytes(c);
+        EXPECT_EQ(phase2(), status);
+        expect_msg(frags);
+        EXPECT_EQ(out_bytes(c), before);
+    }
 };
 
 TEST_P(Phase2BadInput, Phase1WorkspaceSizeNull) {
@@ -325,10 +333,8 @@ TEST_P(Phase2BadInput, ExecutorReused) {
     aclOpExecutor *e = prepare(c, &ws);
     ASSERT_EQ(run_phase2(op().phase2, ws, e), kOk) << take_error();
     c.owned.back().fill_storage(kCanary);
-    const auto before = out_bytes(c);
-    EXPECT_EQ(op().phase2(nullptr, ws, e, nullptr), kInvalid);
-    expect_msg({op().name, "executor", "not live"});
-    EXPECT_EQ(out_bytes(c), before);
+    expect_rejected(c, [&] { return op().phase2(nullptr, ws, e, nullptr); }, kInvalid,
+                    {op().name, "executor", "not live"});
 }
 
 TEST_P(Phase2BadInput, ExecutorDestroyedTwiceThenRun) {
@@ -341,20 +347,16 @@ TEST_P(Phase2BadInput, ExecutorDestroyedTwiceThenRun) {
     EXPECT_EQ(ag::live_executors(), live - 1);
     EXPECT_EQ(aclDestroyAclOpExecutor(e), kInvalid);
     expect_msg({"aclDestroyAclOpExecutor", "not live"});
-    const auto before = out_bytes(c);
-    EXPECT_EQ(op().phase2(nullptr, ws, e, nullptr), kInvalid);
-    expect_msg({op().name, "executor", "not live"});
-    EXPECT_EQ(out_bytes(c), before);
+    expect_rejected(c, [&] { return op().phase2(nullptr, ws, e, nullptr); }, kInvalid,
+                    {op().name, "executor", "not live"});
 }
 
 TEST_P(Phase2BadInput, WorkspaceNullWithNonZeroSize) {
     Call c(op());
     uint64_t ws = 0;
     aclOpExecutor *e = prepare(c, &ws);
-    const auto before = out_bytes(c);
-    EXPECT_EQ(op().phase2(nullptr, ws + 64, e, nullptr), kInvalid);
-    expect_msg({op().name, "workspace is NULL"});
-    EXPECT_EQ(out_bytes(c), before);
+    expect_rejected(c, [&] { return op().phase2(nullptr, ws + 64, e, nullptr); }, kInvalid,
+                    {op().name, "workspace is NULL"});
 }
 
 TEST_P(Phase2BadInput, WorkspaceTooSmall) {
@@ -380,10 +382,8 @@ TEST_P(Phase2BadInput, ExecutorOfAnotherOperator) {
     uint64_t ws = 0;
     aclOpExecutor *e = nullptr;
     ASSERT_EQ(other->phase1(c.t, c.o, &ws, &e), kOk) << take_error();
-    const auto before = out_bytes(c);
-    EXPECT_EQ(op().phase2(nullptr, ws, e, nullptr), kInvalid);
-    expect_msg({op().name, std::string(other->name) + "GetWorkspaceSize"});
-    EXPECT_EQ(out_bytes(c), before);
+    expect_rejected(c, [&] { return op().phase2(nullptr, ws, e, nullptr); }, kInvalid,
+                    {op().name, std::string(other->name) + "GetWorkspaceSize"});
 }
 
 TEST_P(Phase2BadInput, DestroyedStream) {
@@ -393,10 +393,8 @@ TEST_P(Phase2BadInput, DestroyedStream) {
     aclrtStream stream = nullptr;
     ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
     ASSERT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
-    const auto before = out_bytes(c);
-    EXPECT_EQ(op().phase2(nullptr, ws, e, stream), kInvalid);
-    expect_msg({op().name, "stream", "not a live stream"});
-    EXPECT_EQ(out_bytes(c), before);
+    expect_rejected(c, [&] { return op().phase2(nullptr, ws, e, stream); }, kInvalid,
+                    {op().name, "stream", "not a live stream"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, Phase2BadInput, ::testing::ValuesIn(phase2_rows()),
