@@ -73,7 +73,7 @@ def _set(name, value):
 
 
 def _overlap(inp):
-    """out as a view that starts one element before input `inp` and runs into it."""
+    """out as a view that starts just before input `inp` and runs into it."""
     def change(kw):
         src = np.asarray(kw[inp])
         shape = kw["out"].shape
