@@ -3,7 +3,7 @@ in place so that one such tensor is enough. Rows repeat with a period of 1000, w
 neither 2**20 nor 2**21 rows (2**31 and 2**32 elements): an index that wraps at 32 bits reads or
 writes another row and shows as a mismatch (or a crash), wherever it happens.
 
-Slow (half a minute on 2 cores, 5 GiB of memory): not in the default run. Run it with
+Slow (a minute or two on 2 cores, 5 GiB of memory): not in the default run. Run it with
 ``python -m pytest -m slow tests_py/test_scale.py``."""
 
 import numpy as np
