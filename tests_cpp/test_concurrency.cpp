@@ -109,6 +109,31 @@ TEST(Concurrency, ExecutorsMadeOnOneThreadRunOnAnother) {
     for (size_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i].owned.back().storage_bytes(), want[i]) << i;
 }
 
+// A single-use executor launched from several threads at once runs exactly once: the others
+// find it consumed (161002), however the launches interleave.
+TEST(Concurrency, SingleUseExecutorRacedRunsOnce) {
+    const OpDef &op = ops()[0];
+    for (int round = 0; round < 50; ++round) {
+        Call c(op);
+        uint64_t ws = 0;
+        aclOpExecutor *e = nullptr;
+        ASSERT_EQ(op.phase1(c.t, c.o, &ws, &e), ACLNN_SUCCESS) << take_error();
+        std::atomic<int> ready{0}, ran{0}, refused{0};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t)
+            threads.emplace_back([&] {
+                ++ready;
+                while (ready < kThreads) std::this_thread::yield();
+                const aclnnStatus s = op.phase2(nullptr, ws, e, nullptr);
+                (s == ACLNN_SUCCESS ? ran : refused) += s == ACLNN_SUCCESS || s == ACLNN_ERR_PARAM_INVALID;
+                take_error();
+            });
+        for (std::thread &th : threads) th.join();
+        EXPECT_EQ(ran, 1) << "round " << round;
+        EXPECT_EQ(refused, kThreads - 1) << "round " << round;
+    }
+}
+
 // Executors and streams made, used and destroyed from several threads at once.
 TEST(Concurrency, RegistriesUnderChurn) {
     const OpDef &op = ops()[0];

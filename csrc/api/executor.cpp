@@ -37,6 +37,20 @@ std::shared_ptr<Executor> find(aclOpExecutor *h) {
     return it == r.live.end() ? nullptr : it->second;
 }
 
+// find() for a launch: a single-use executor leaves the registry in the same step (the call
+// consumes it, whatever its outcome); *single_use tells which.
+std::shared_ptr<Executor> take(aclOpExecutor *h, bool *single_use) {
+    Registry &r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.live.find(reinterpret_cast<uintptr_t>(h));
+    if (it == r.live.end()) return nullptr;
+    *single_use = !it->second->repeatable;
+    if (!*single_use) return it->second;
+    std::shared_ptr<Executor> e = std::move(it->second);
+    r.live.erase(it);
+    return e;
+}
+
 void retire(aclOpExecutor *h) {
     Registry &r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
@@ -68,14 +82,13 @@ aclnnStatus publish(std::unique_ptr<Executor> exec, uint64_t *workspaceSize, acl
 aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                    aclrtStream stream) {
     if (!executor) return fail(ACLNN_ERR_PARAM_NULLPTR, "%s: executor is nullptr.", op);
-    std::shared_ptr<Executor> exec = find(executor);
+    bool single_use = false;
+    std::shared_ptr<Executor> exec = take(executor, &single_use);
     if (!exec)
         return fail(ACLNN_ERR_PARAM_INVALID,
                     "%s: executor %p is not live: it was already run (executors are single-use unless made "
                     "repeatable) or destroyed.",
                     op, static_cast<void *>(executor));
-    // A single-use executor is consumed by this call, whatever its outcome.
-    if (!exec->repeatable) retire(executor);
     std::shared_ptr<Stream> s;
     if (stream) {
         s = find_stream(stream);
@@ -90,6 +103,12 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: workspace is NULL but workspaceSize is %llu.", op,
                     (unsigned long long)workspaceSize);
     if (exec->empty) return ACLNN_SUCCESS;
+    if (single_use) {  // out of the registry: nobody can repoint its views any more, no copy needed
+        if (!s) return exec->run(exec->io, workspace);
+        if (!submit(*s, [exec, workspace] { return exec->run(exec->io, workspace); }))
+            return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is being destroyed.", op, stream);
+        return ACLNN_SUCCESS;
+    }
     Executor::IO io;
     {
         std::lock_guard<std::mutex> lock(exec->mu);
