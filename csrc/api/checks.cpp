@@ -112,14 +112,16 @@ Span span_of(const aclTensor *t) {
 
 // True when some element of the view is reachable by two index tuples.
 bool self_overlaps(const aclTensor *t) {
-    std::vector<std::pair<int64_t, int64_t>> dims;  // |stride|, size
+    std::pair<int64_t, int64_t> dims[kern::kMaxRank];  // |stride|, size (aclCreateTensor: rank <= 8)
+    int m = 0;
     for (int i = 0; i < t->rank(); ++i)
-        if (t->view[i] > 1) dims.emplace_back(t->strides[i] < 0 ? -t->strides[i] : t->strides[i], t->view[i]);
-    std::sort(dims.begin(), dims.end());
+        if (t->view[i] > 1) dims[m++] = {t->strides[i] < 0 ? -t->strides[i] : t->strides[i], t->view[i]};
+    for (int i = 1; i < m; ++i)  // insertion sort (rank <= 8)
+        for (int j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
     int64_t reach = 0;  // largest offset reachable with the smaller strides
-    for (auto [s, n] : dims) {
-        if (s <= reach) return true;
-        reach += s * (n - 1);
+    for (int i = 0; i < m; ++i) {
+        if (dims[i].first <= reach) return true;
+        reach += dims[i].first * (dims[i].second - 1);
     }
     return false;
 }

@@ -1,11 +1,21 @@
 // Kernel-layer basics: element types, conversions, strided views, dtype dispatch and threading.
 // Nothing here knows about aclnn statuses or messages: validation happens before a kernel runs.
+//
+// The kernel files are compiled once per instruction set (CMakeLists.txt: baseline, avx2, avx512); each
+// compilation defines AG_ISA_NS, and every inline function and template of the kernel layer lives
+// in the inline namespace of that name, so that copies compiled with different flags never merge
+// at link time. Types and the entry points (dispatch.cpp) stay outside it: they are shared.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
+
+#ifndef AG_ISA_NS
+#define AG_ISA_NS baseline
+#endif
 
 namespace ag::kern {
 
@@ -24,12 +34,34 @@ struct View {
     int64_t shape[kMaxRank] = {};
     int64_t stride[kMaxRank] = {};
 
-    int64_t numel() const {
-        int64_t n = 1;
-        for (int i = 0; i < ndim; ++i) n *= shape[i];
-        return n;
-    }
+    int64_t numel() const;  // out of line (dispatch.cpp): one copy, compiled for any CPU
 };
+
+// Instruction sets with their own compilation of the kernels. Chosen once per process (the best
+// this CPU has, or the environment variable ASCENDGRAD_ISA=baseline|avx2 asking for less). Results
+// may differ between ISAs where a kernel computes e^x (FMA), never between thread counts.
+enum class Isa { Baseline, Avx2, Avx512 };
+Isa active_isa();
+const char *isa_name(Isa isa);
+bool set_isa(Isa isa);  // for tests; false (and no change) for an ISA this CPU lacks
+
+// Declares a kernel in every ISA's namespace, for the entry points in dispatch.cpp to choose from.
+#define AG_ISA_KERNEL(decl) \
+    namespace baseline {    \
+    decl;                   \
+    }                       \
+    namespace avx2 {        \
+    decl;                   \
+    }                       \
+    namespace avx512 {      \
+    decl;                   \
+    }
+
+// Threads used by kernels; starts at OpenMP's default (OMP_NUM_THREADS or the core count).
+int num_threads();
+void set_num_threads(int n);
+
+inline namespace AG_ISA_NS {
 
 // ---- conversions (round to nearest even, NaN kept quiet) ----
 
@@ -53,8 +85,9 @@ inline uint16_t float_to_half(float f) {
     uint32_t u = float_to_bits(f);
     const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
     u &= 0x7fffffffu;
-    if (u >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (u > 0x7f800000u ? 0x200u : 0));
-    if (u >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65520: overflow
+    // NaN: quiet, payload truncated, as the F16C instruction does (the vector path uses it)
+    if (u > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((u & 0x7fffffu) >> 13));
+    if (u >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // inf, or rounds to >= 65520: overflow
     if (u < 0x38800000u) {                                   // below 2^-14: subnormal or zero
         // Adding 0.5 makes the FPU round the bits below 2^-24 away, to nearest even.
         float a = bits_to_float(u) + 0.5f;
@@ -118,15 +151,24 @@ template <class F> inline void dispatch_float(DType t, F &&f) {
     }
 }
 
-// ---- threading ----
+// A per-thread buffer of at least n elements, kept for later calls so that kernels do not
+// allocate per call; valid until the same thread asks for this T again.
+template <class T> T *scratch(size_t n) {
+    thread_local std::unique_ptr<T[]> buf;
+    thread_local size_t cap = 0;
+    if (cap < n) {
+        buf.reset(new T[n]);
+        cap = n;
+    }
+    return buf.get();
+}
 
-// Threads used by kernels; starts at OpenMP's default (OMP_NUM_THREADS or the core count).
-int num_threads();
-void set_num_threads(int n);
+// ---- threading ----
 
 // Below this many elements a kernel runs on the calling thread: forking costs more than it saves.
 constexpr int64_t kParallelMin = 1 << 15;
 
 inline int threads_for(int64_t work) { return work < kParallelMin ? 1 : num_threads(); }
 
+}  // namespace AG_ISA_NS
 }  // namespace ag::kern

@@ -2,14 +2,17 @@
 // over log_prob writing out_ij = p_ij*K_i - b_i*w_j - a_i*[j == t_i] in the compute type, with
 //   a_i = m_i s_i (1-eps) w_{t_i},  b_i = m_i s_i eps / C,  K_i = a_i + b_i S_w + 2 zeta lse_i m_i z_i.
 // Terms whose switch is off (eps == 0, zeta == 0) are left out, not multiplied by 0, so that an
-// inf weight or lse does not turn them into NaN.
+// inf weight or lse does not turn them into NaN. The pass is vectorized (simd.h); the target
+// column is recomputed with the same arithmetic (exp1 is one lane of vexp) and corrected.
 #include "cross_entropy_loss_grad.h"
 
-#include <vector>
+#include <algorithm>
 
 #include "iter.h"
+#include "simd.h"
 
 namespace ag::kern {
+inline namespace AG_ISA_NS {
 namespace {
 
 template <class I, class W>
@@ -39,11 +42,12 @@ void scan_target(const View &tv, const View &wv, int64_t classes, int64_t ignore
 }
 
 // Mode: 0 no smoothing term, 1 smoothing without weights (w_j = 1), 2 smoothing with weights.
-template <int Mode, class C>
-inline C elem(C p, C k, C b, const C *w, int64_t j) {
+// X is C or vec_t<C>: the same operations either way.
+template <int Mode, class X, class C>
+AG_INLINE X elem(X p, C k, C b, X w) {
     if constexpr (Mode == 0) return p * k;
     else if constexpr (Mode == 1) return p * k - b;
-    else return p * k - b * w[j];
+    else return p * k - b * w;
 }
 
 // Columns [j0, j1) of one row; the target column gets -a on top. Its log-prob is read before
@@ -51,11 +55,24 @@ inline C elem(C p, C k, C b, const C *w, int64_t j) {
 template <int Mode, bool Contig, class T, class C>
 inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int64_t j1, int64_t t, C k, C b,
                       C a, const C *w) {
+    using V = vec_t<C>;
+    constexpr int64_t L = lanes<C>;
     if (Contig) lc = oc = 1;
     const bool has_t = t >= j0 && t < j1;
-    const C pt = has_t ? C(std::exp(load<C>(l + t * lc))) : C(0);
-    for (int64_t j = j0; j < j1; ++j) store(o + j * oc, elem<Mode>(C(std::exp(load<C>(l + j * lc))), k, b, w, j));
-    if (has_t) store(o + t * oc, C(elem<Mode>(pt, k, b, w, t) - a));
+    const C pt = has_t ? exp1(load<C>(l + t * lc)) : C(0);
+    for (int64_t j = j0; j < j1; j += L) {
+        const int64_t m = std::min(L, j1 - j);
+        const V wv = Mode == 2 ? vload_run<C>(w + j, 1, m) : V{};
+        vstore_run(o + j * oc, oc, m, elem<Mode>(vexp(vload_run<C>(l + j * lc, lc, m)), k, b, wv));
+    }
+    if (has_t) store(o + t * oc, C(elem<Mode>(pt, k, b, Mode == 2 ? w[t] : C(0)) - a));
+}
+
+// One weight as a double (a switch per call: the row constants need one per row).
+inline double weight_at(const View &v, int64_t c) {
+    double r = 1;
+    dispatch_float(v.dtype, [&](auto x) { r = load<double>(reinterpret_cast<const decltype(x) *>(v.data) + c * v.stride[0]); });
+    return r;
 }
 
 template <class T, class I>
@@ -79,25 +96,20 @@ void run(const CeArgs &g, const CeScan &scan) {
     const bool mean = g.reduction == CeReduction::Mean;
     const double eps = g.label_smoothing, zeta = g.zloss_scale;
     const bool smooth = eps != 0, zloss = zeta != 0;
-
-    // Class weights, once per call: double for the row constants, compute type for the loop.
     const bool weighted = g.weight.data != nullptr;
-    std::vector<double> wd;
-    std::vector<C> wc;
-    double w_sum = double(classes);  // S_w, summed in class order
+    const int mode = !smooth ? 0 : weighted ? 2 : 1;
+
+    // S_w, summed in class order in double; the weights in the compute type only where the
+    // elementwise term reads them (mode 2), once per call into the calling thread's scratch.
+    double w_sum = double(classes);
+    C *wc = nullptr;
     if (weighted) {
-        wd.resize(classes);
-        wc.resize(classes);
         w_sum = 0;
-        dispatch_float(g.weight.dtype, [&](auto x) {
-            using W = decltype(x);
-            const W *w = reinterpret_cast<const W *>(g.weight.data);
-            for (int64_t c = 0; c < classes; ++c) {
-                wd[c] = load<double>(w + c * g.weight.stride[0]);
-                wc[c] = C(wd[c]);
-                w_sum += wd[c];
-            }
-        });
+        for (int64_t c = 0; c < classes; ++c) w_sum += weight_at(g.weight, c);
+        if (mode == 2) {
+            wc = scratch<C>(size_t(classes));
+            for (int64_t c = 0; c < classes; ++c) wc[c] = C(weight_at(g.weight, c));
+        }
     }
 
     // Reduction scales of the scalar-gradLoss cases. 'mean' over W = 0 (every row ignored, or
@@ -125,7 +137,7 @@ void run(const CeArgs &g, const CeScan &scan) {
             return r;
         }
         const double s = per_row ? load<double>(gl + i * gls) : s_all;
-        const double a = s * (1 - eps) * (weighted ? wd[r.t] : 1.0);
+        const double a = s * (1 - eps) * (weighted ? weight_at(g.weight, r.t) : 1.0);
         const double b = smooth ? s * eps / double(classes) : 0.0;
         double k = smooth ? a + b * w_sum : a;
         if (zloss) {
@@ -135,8 +147,7 @@ void run(const CeArgs &g, const CeScan &scan) {
         r.k = C(k), r.b = C(b), r.a = C(a);
         return r;
     };
-    const C *w = weighted ? wc.data() : nullptr;
-    const int mode = !smooth ? 0 : weighted ? 2 : 1;
+    const C *w = wc;
     auto with_mode = [&](auto &&f) {
         if (mode == 0) f(std::integral_constant<int, 0>{});
         else if (mode == 1) f(std::integral_constant<int, 1>{});
@@ -167,7 +178,8 @@ void run(const CeArgs &g, const CeScan &scan) {
                                 store(o, C(0));
                                 continue;
                             }
-                            const C v = elem<M>(C(std::exp(load<C>(lp + (i0 + r) * lr + j * lc))), q.k, q.b, w, j);
+                            const C v = elem<M>(exp1(load<C>(lp + (i0 + r) * lr + j * lc)), q.k, q.b,
+                                                M == 2 ? w[j] : C(0));
                             store(o, j == q.t ? C(v - q.a) : v);
                         }
                 });
@@ -183,7 +195,8 @@ void run(const CeArgs &g, const CeScan &scan) {
             T *o = out + i * orow;
             const Row q = row(i);
             if (!q.kept) {
-                for (int64_t j = j0; j < j1; ++j) store(o + j * oc, C(0));
+                for (int64_t j = j0; j < j1; j += lanes<C>)
+                    vstore_run(o + j * oc, oc, std::min<int64_t>(lanes<C>, j1 - j), vec_t<C>{});
                 continue;
             }
             with_mode([&](auto m) {
@@ -197,14 +210,14 @@ void run(const CeArgs &g, const CeScan &scan) {
 
 }  // namespace
 
-CeScan cross_entropy_scan(const View &target, const View &weight, int64_t classes, int64_t ignore_index) {
+CeScan cross_entropy_scan_kernel(const View &target, const View &weight, int64_t classes, int64_t ignore_index) {
     CeScan r;
     if (target.dtype == DType::I32) scan_target<int32_t>(target, weight, classes, ignore_index, r);
     else scan_target<int64_t>(target, weight, classes, ignore_index, r);
     return r;
 }
 
-void cross_entropy_loss_grad(const CeArgs &a, const CeScan &scan) {
+void cross_entropy_loss_grad_kernel(const CeArgs &a, const CeScan &scan) {
     if (a.out.numel() == 0) return;
     dispatch_float(a.log_prob.dtype, [&](auto x) {
         using T = decltype(x);
@@ -213,4 +226,5 @@ void cross_entropy_loss_grad(const CeArgs &a, const CeScan &scan) {
     });
 }
 
+}  // namespace AG_ISA_NS
 }  // namespace ag::kern

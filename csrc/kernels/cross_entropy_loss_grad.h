@@ -29,5 +29,8 @@ struct CeArgs {
 // target and weight and report no bad row. out may be log_prob itself (each out element reads
 // only its own log_prob element and per-row constants).
 void cross_entropy_loss_grad(const CeArgs &a, const CeScan &scan);
+AG_ISA_KERNEL(CeScan cross_entropy_scan_kernel(const View &target, const View &weight, int64_t classes,
+                                              int64_t ignore_index))
+AG_ISA_KERNEL(void cross_entropy_loss_grad_kernel(const CeArgs &a, const CeScan &scan))
 
 }  // namespace ag::kern

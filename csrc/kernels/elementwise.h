@@ -7,7 +7,8 @@
 //   map<C, O, T...>(out, {in...}, op)
 //                                 typed: out[i] = op(in_0[i], ...), loads converted to the
 //                                 compute type C, the result rounded once into O; inputs are
-//                                 broadcast (NumPy) to out's shape.
+//                                 broadcast (NumPy) to out's shape. op works on vectors
+//                                 (simd.h) when it can, else on scalars.
 //
 // Every element is computed on its own, so results do not depend on how the work is split:
 // bitwise identical for any thread count. Visiting order is unspecified; a body must not depend
@@ -22,8 +23,10 @@
 #include <utility>
 
 #include "iter.h"
+#include "simd.h"
 
 namespace ag::kern {
+inline namespace AG_ISA_NS {
 
 // Compute type of an operation over inputs of several element types: double if any of them is
 // double, else float (f16/bf16/f32 compute in float).
@@ -93,13 +96,14 @@ void for_each_run(const View (&views)[N], Body &&body) {
         });
         return;
     }
+    // stable insertion sort of the dims by |stride|, largest first (rank <= 8)
+    const auto mag = [&](int d) { return v0.stride[d] < 0 ? -v0.stride[d] : v0.stride[d]; };
     int order[kMaxRank];
-    for (int d = 0; d < v0.ndim; ++d) order[d] = d;
-    std::stable_sort(order, order + v0.ndim, [&](int a, int b) {
-        const int64_t sa = v0.stride[a] < 0 ? -v0.stride[a] : v0.stride[a];
-        const int64_t sb = v0.stride[b] < 0 ? -v0.stride[b] : v0.stride[b];
-        return sa > sb;
-    });
+    for (int d = 0; d < v0.ndim; ++d) {
+        int j = d;
+        for (; j > 0 && mag(order[j - 1]) < mag(d); --j) order[j] = order[j - 1];
+        order[j] = d;
+    }
     int64_t shape[kMaxRank], strides[N][kMaxRank];
     const int64_t *sp[N];
     for (int d = 0; d < v0.ndim; ++d) {
@@ -138,16 +142,42 @@ void for_each_run(const View (&views)[N], Body &&body) {
 
 namespace detail {
 
+template <class A, class> using first_t = A;
+
 template <class C, class O, class... T, class Op, std::size_t... K>
 void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op) {
     constexpr int N = 1 + int(sizeof...(T));
     O *const o = reinterpret_cast<O *>(out.data);
     const std::tuple<const T *...> src{reinterpret_cast<const T *>(in[K].data)...};
     const View v[N] = {out, broadcast_to(in[K], out.shape, out.ndim)...};
-    for_each_run<N>(v, [&](auto contig, const int64_t *off, const int64_t *step, int64_t n) {
+    // flatten: op and what it calls inlined into the loops (GCC otherwise keeps some ops out of
+    // line, a call per vector)
+    for_each_run<N>(v, [&](auto contig, const int64_t *off, const int64_t *step, int64_t n) __attribute__((flatten)) {
         O *const po = o + off[0];
         const std::tuple<const T *...> p{std::get<K>(src) + off[K + 1]...};
-        if constexpr (decltype(contig)::value) {
+        if constexpr (std::is_invocable_v<Op &, first_t<vec_t<C>, T>...>) {
+            // vectors of lanes<C> elements; a run's tail is a partial vector, same arithmetic
+            constexpr int64_t L = lanes<C>;
+            if constexpr (decltype(contig)::value) {
+                int64_t i = 0;
+                for (; i + L <= n; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
+                if (i < n) vstore_run(po + i, 1, n - i, op(vload_run<C>(std::get<K>(p) + i, 1, n - i)...));
+            } else {
+                // steps in locals: the vector stores may alias anything in memory, so values read
+                // through pointers would be reloaded after each one
+                const int64_t so = step[0], si[] = {step[K + 1]...};
+                // a broadcast input (step 0) converted once per run
+                const vec_t<C> bc[] = {(si[K] == 0 ? splat<vec_t<C>>(load<C>(std::get<K>(p))) : vec_t<C>{})...};
+                const auto in = [&](auto k, int64_t i, int64_t m) {
+                    constexpr std::size_t q = decltype(k)::value;
+                    return si[q] == 0 ? bc[q] : vload_run<C>(std::get<q>(p) + i * si[q], si[q], m);
+                };
+                for (int64_t i = 0; i < n; i += L) {
+                    const int64_t m = std::min(L, n - i);
+                    vstore_run(po + i * so, so, m, op(in(std::integral_constant<std::size_t, K>{}, i, m)...));
+                }
+            }
+        } else if constexpr (decltype(contig)::value) {
             for (int64_t i = 0; i < n; ++i) store(po + i, op(load<C>(std::get<K>(p) + i)...));
         } else {
             for (int64_t i = 0; i < n; ++i)
@@ -159,14 +189,15 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
 }  // namespace detail
 
 // out[i] = op(load<C>(in[0][i]), load<C>(in[1][i]), ...), stored (rounded once) as O, where
-// in[k] (element type T_k) is broadcast to out's shape. op takes and returns C; keep it free of
-// branches the compiler cannot turn into selects so that the contiguous loop vectorizes. op must
-// give the same bits vectorized and scalar: no vector math library (libmvec exp differs from
-// scalar exp), since which elements fall in a loop's scalar tail moves with the thread split.
-// Example: map<float, float, half_t, half_t>(out, {g, x}, [](float g, float x) { ... });
+// in[k] (element type T_k) is broadcast to out's shape. A generic op (auto parameters, simd.h
+// helpers: select, vabs, vexp) gets and returns vec_t<C>, every element in some lane of a full
+// or zero-padded vector, so no element's arithmetic depends on where a thread's range starts.
+// An op taking C runs element by element (no vector math then: libmvec exp differs from libm's).
+// Example: map<float, float, half_t, half_t>(out, {g, x}, [](auto g, auto x) { return g * x; });
 template <class C, class O, class... T, class Op>
 void map(const View &out, const View (&in)[sizeof...(T)], Op op) {
     detail::map_impl<C, O, T...>(std::index_sequence_for<T...>{}, out, in, op);
 }
 
+}  // namespace AG_ISA_NS
 }  // namespace ag::kern

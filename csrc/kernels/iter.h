@@ -9,6 +9,7 @@
 #include "common.h"
 
 namespace ag::kern {
+inline namespace AG_ISA_NS {
 
 // Shape and per-view strides of an iteration space, outermost dim first.
 template <int N>
@@ -105,4 +106,5 @@ void parallel_for(int64_t n, int64_t work, F &&f) {
     }
 }
 
+}  // namespace AG_ISA_NS
 }  // namespace ag::kern

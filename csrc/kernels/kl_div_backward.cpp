@@ -5,16 +5,16 @@
 #include "kl_div_backward.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "elementwise.h"
 
 namespace ag::kern {
+inline namespace AG_ISA_NS {
 namespace {
 
 template <class C>
 inline C term(C g, C t, bool log_target) {
-    return (log_target ? C(std::exp(t)) : t) * g;
+    return (log_target ? exp1(t) : t) * g;  // e^t as the pointwise path computes it
 }
 
 // Stores a double into a view element of any float dtype (once per out element: the switch is
@@ -85,7 +85,7 @@ void reduce(const KlArgs &a) {
         // Few out elements with long sums: each sum is cut into fixed chunks of pre-images (by
         // shape alone), summed in parallel, then added up in chunk order.
         const int64_t nch = (rnum + kChunk - 1) / kChunk;
-        std::vector<double> part(size_t(kout * nch));
+        double *part = scratch<double>(size_t(kout * nch));  // the calling thread's
         parallel_for(kout * nch, kout * rnum, [&](int64_t b, int64_t e) {
             for (int64_t u = b; u < e; ++u) {
                 const Walker<3> kp(kit, u / nch);
@@ -154,12 +154,11 @@ void pointwise(const KlArgs &a) {
     const C c = C(a.scale);
     dispatch_float(o.dtype, [&](auto x) {
         using O = decltype(x);
-        // log_target decided outside the op, which stays branch-free and vectorizes; scalar exp
-        // on purpose (see map() on vector math and determinism)
+        // log_target decided outside the op, which stays branch-free
         if (a.log_target)
-            map<C, O, G, T>(o, {a.grad, a.target}, [c](C gv, C tv) { return -(C(std::exp(tv)) * gv) * c; });
+            map<C, O, G, T>(o, {a.grad, a.target}, [c](auto gv, auto tv) { return -(vexp(tv) * gv) * c; });
         else
-            map<C, O, G, T>(o, {a.grad, a.target}, [c](C gv, C tv) { return -(tv * gv) * c; });
+            map<C, O, G, T>(o, {a.grad, a.target}, [c](auto gv, auto tv) { return -(tv * gv) * c; });
     });
 }
 
@@ -171,7 +170,7 @@ void run(const KlArgs &a, bool reduces) {
 
 }  // namespace
 
-void kl_div_backward(const KlArgs &a) {
+void kl_div_backward_kernel(const KlArgs &a) {
     if (a.out.numel() == 0) return;
     // Does B have a dim of size != 1 that out lacks (or has as 1)?
     bool reduces = false;
@@ -192,4 +191,5 @@ void kl_div_backward(const KlArgs &a) {
     });
 }
 
+}  // namespace AG_ISA_NS
 }  // namespace ag::kern

@@ -18,5 +18,6 @@ struct KlArgs {
 // results do not depend on the thread count; an empty pre-image (a dim of B is 0) gives 0. out may be grad
 // or target itself when it has B's shape (then every out element reads only its own position).
 void kl_div_backward(const KlArgs &a);
+AG_ISA_KERNEL(void kl_div_backward_kernel(const KlArgs &a))
 
 }  // namespace ag::kern

@@ -5,26 +5,27 @@
 #include "elementwise.h"
 
 namespace ag::kern {
+inline namespace AG_ISA_NS {
 namespace {
 
 template <class T, class O>
 void run(const View &g, const View &x, const View &out) {
     using C = compute_t<T>;
-    map<C, O, T, T>(out, {g, x}, [](C gv, C xv) {
-        // scalar exp on purpose: see map() on vector math and determinism
-        const C z = std::exp(-std::fabs(xv));
-        // both sides computed, one selected: the loop stays branch-free
-        return (xv < C(0) ? gv : gv * z) / (C(1) + z);
+    map<C, O, T, T>(out, {g, x}, [](auto gv, auto xv) {
+        const auto z = vexp(-vabs(xv));
+        // both sides computed, one selected: branch-free
+        return div_1_2(select(xv < C(0), gv, gv * z), C(1) + z);
     });
 }
 
 }  // namespace
 
-void log_sigmoid_backward(const View &g, const View &x, const View &out) {
+void log_sigmoid_backward_kernel(const View &g, const View &x, const View &out) {
     if (out.numel() == 0) return;
     dispatch_float(g.dtype, [&](auto t) {
         dispatch_float(out.dtype, [&](auto o) { run<decltype(t), decltype(o)>(g, x, out); });
     });
 }
 
+}  // namespace AG_ISA_NS
 }  // namespace ag::kern

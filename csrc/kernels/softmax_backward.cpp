@@ -1,74 +1,194 @@
 // Softmax backward: out = y * (g - s), s = sum over `dim` of g * y, accumulated in the compute
-// type (float for half types) in an order fixed by the data layout alone.
+// type (float for half types) in an order fixed by the shapes alone: along a line, 16 partial sums
+// (element i into sum i % 16) added pairwise at the end; for a reduction over a dim that is not
+// the innermost, one sum per column, in index order. Vectorized with simd.h (same bits on every
+// ISA); the two passes over a line or a block of columns reread it from cache.
 #include "softmax_backward.h"
 
+#include <algorithm>
+
 #include "iter.h"
+#include "simd.h"
 
 namespace ag::kern {
+inline namespace AG_ISA_NS {
 namespace {
 
-constexpr int kLanes = 16;  // independent partial sums: vectorizable and order-fixed
+constexpr int kLanes = 16;  // partial sums of a line: one float vector, two double vectors
+constexpr int64_t kMaxW = 256;  // columns per block of a reduction over an outer dim
 
-// One reduction line of length n (strides sg, sy, so along dim). Contig: all strides are 1.
-template <bool Contig, class T, class O>
-inline void line(const T *g, const T *y, O *out, int64_t n, int64_t sg, int64_t sy, int64_t so) {
-    using C = compute_t<T>;
-    if (Contig) sg = sy = so = 1;
-    C acc[kLanes] = {};
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-        for (int l = 0; l < kLanes; ++l)
-            acc[l] += load<C>(g + (i + l) * sg) * load<C>(y + (i + l) * sy);
-    for (int l = 0; i < n; ++i, ++l) acc[l] += load<C>(g + i * sg) * load<C>(y + i * sy);
-    for (int w = kLanes / 2; w > 0; w /= 2)
-        for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-    const C s = acc[0];
-    for (i = 0; i < n; ++i) {
-        const C yv = load<C>(y + i * sy), gv = load<C>(g + i * sg);
-        store(out + i * so, yv * (gv - s));
+// A line: n elements at element steps sg, sy, so along dim (all 1 for contiguous lines).
+template <class T, class O>
+struct Line {
+    const T *g, *y;
+    O *out;
+};
+
+// The 16 partial sums of a line's dot product, in vectors: element i goes to sum i % 16; a short
+// last block is zero-padded (adding +0 leaves a partial sum as it is).
+template <class C>
+struct Dot {
+    static constexpr int64_t L = lanes<C>, NV = kLanes / L;
+    vec_t<C> acc[NV] = {};
+
+    // elements [k, k + m) of the line, k a multiple of 16, 0 < m <= 16 (16 in the loop body)
+    template <class T>
+    AG_INLINE void add(const T *g, const T *y, int64_t k, int64_t m, int64_t sg, int64_t sy) {
+        for (int64_t v = 0; v < NV; ++v) {
+            const int64_t i = k + v * L, mv = std::min(L, m - v * L);
+            if (mv > 0) acc[v] += vload_run<C>(g + i * sg, sg, mv) * vload_run<C>(y + i * sy, sy, mv);
+        }
+    }
+    // the sums added pairwise: a fixed order
+    C total() const {
+        C a[kLanes];
+        std::memcpy(a, acc, sizeof a);
+        for (int w = kLanes / 2; w > 0; w /= 2)
+            for (int l = 0; l < w; ++l) a[l] += a[l + w];
+        return a[0];
+    }
+};
+
+// out = y * (g - s) for elements [k, k + m) of a line, 0 < m <= 16
+template <class C, class T, class O>
+AG_INLINE void apply(const Line<T, O> &l, C s, int64_t k, int64_t m, int64_t sg, int64_t sy, int64_t so) {
+    constexpr int64_t L = lanes<C>;
+    for (int64_t v = 0; v < kLanes / L; ++v) {
+        const int64_t i = k + v * L, mv = std::min(L, m - v * L);
+        if (mv > 0)
+            vstore_run(l.out + i * so, so, mv,
+                       vload_run<C>(l.y + i * sy, sy, mv) * (vload_run<C>(l.g + i * sg, sg, mv) - s));
     }
 }
 
-// Reduction along a dim that is not the fastest-moving one: columns of the innermost other
-// dim are processed in blocks of width w, their sums kept in acc while walking down `dim`.
+template <class C, class T, class O>
+C dot(const Line<T, O> &l, int64_t n, int64_t sg, int64_t sy) {
+    Dot<C> d;
+    int64_t k = 0;
+    for (; k + kLanes <= n; k += kLanes) d.add(l.g, l.y, k, kLanes, sg, sy);
+    if (k < n) d.add(l.g, l.y, k, n - k, sg, sy);
+    return d.total();
+}
+
+template <class C, class T, class O>
+void apply_all(const Line<T, O> &l, C s, int64_t n, int64_t sg, int64_t sy, int64_t so) {
+    int64_t k = 0;
+    for (; k + kLanes <= n; k += kLanes) apply(l, s, k, kLanes, sg, sy, so);
+    if (k < n) apply(l, s, k, n - k, sg, sy, so);
+}
+
+// Lines [b, e) of the iteration space. Contiguous lines are pipelined: line l is written in the
+// same loop that sums line l + 1, so that memory is read and written all along (two passes per
+// line would leave the reads idle while a line is written from cache).
+template <bool Contig, class T, class O>
+void lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t e, int64_t n,
+           const int64_t (&sd)[3]) {
+    using C = compute_t<T>;
+    const int64_t sg = Contig ? 1 : sd[0], sy = Contig ? 1 : sd[1], so = Contig ? 1 : sd[2];
+    Walker<3> pos(it, b);
+    Line<T, O> cur{g + pos.off[0], y + pos.off[1], out + pos.off[2]};
+    C s = dot<C>(cur, n, sg, sy);
+    for (int64_t l = b; l + 1 < e; ++l) {
+        pos.next();
+        const Line<T, O> next{g + pos.off[0], y + pos.off[1], out + pos.off[2]};
+        if (Contig) {
+            Dot<C> d;
+            int64_t k = 0;
+            for (; k + kLanes <= n; k += kLanes) {
+                apply(cur, s, k, kLanes, 1, 1, 1);
+                d.add(next.g, next.y, k, kLanes, 1, 1);
+            }
+            if (k < n) {
+                apply(cur, s, k, n - k, 1, 1, 1);
+                d.add(next.g, next.y, k, n - k, 1, 1);
+            }
+            s = d.total();
+        } else {
+            apply_all(cur, s, n, sg, sy, so);
+            s = dot<C>(next, n, sg, sy);
+        }
+        cur = next;
+    }
+    apply_all(cur, s, n, sg, sy, so);
+}
+
+// Reduction along a dim that is not the fastest-moving one: columns of the innermost other dim are
+// processed in blocks of width w, their sums kept in acc while walking down `dim`. Like lines,
+// blocks are pipelined: block u is written in the walk that sums block u + 1 (when it has as many
+// columns), so that memory is read all along; both stay in L2 meanwhile.
 template <class T, class O>
 void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const int64_t (&sd)[3]) {
     using C = compute_t<T>;
-    constexpr int64_t kMaxW = 256;
+    using V = vec_t<C>;
+    constexpr int64_t L = lanes<C>;
     const int k = it.ndim - 1;
     const int64_t inner = it.shape[k];
     const int64_t ig = it.stride[0][k], iy = it.stride[1][k], io = it.stride[2][k];
-    // Keep one block of the inputs (n * w elements each) near L2 size between the two passes.
-    int64_t w = (64 * 1024) / (n * int64_t(sizeof(T)) * 2);
-    w = std::max<int64_t>(16, std::min<int64_t>(kMaxW, w)) & ~int64_t(15);
+    // Two blocks of both inputs (n * w elements each) within half of L2.
+    int64_t w = (512 * 1024) / (n * int64_t(sizeof(T)) * 2);
+    w = std::max<int64_t>(kLanes, std::min<int64_t>(kMaxW, w)) & ~int64_t(kLanes - 1);
     const int64_t blocks = (inner + w - 1) / w;
     Iter<3> outer = it;
     outer.ndim = k;
     const int64_t units = outer.numel() * blocks;
+    struct Job {
+        const T *g, *y;
+        O *out;
+        int64_t n, inner, w, blocks, ig, iy, io, sg, sy, so;
+    };
+    struct Block {
+        const T *g, *y;
+        O *out;
+        int64_t cols, nv;
+    };
+    const Job job{g, y, out, n, inner, w, blocks, ig, iy, io, sd[0], sd[1], sd[2]};
     parallel_for(units, units * w * n, [&](int64_t b, int64_t e) {
-        C acc[kMaxW];
+        // a local copy: vector stores may alias memory, so values read through the closure's
+        // references would be reloaded after each one
+        const Job J = job;
+        V acc[2][kMaxW / lanes<C>];
+        const auto block = [&](int64_t u) {
+            const Walker<3> pos(outer, u / J.blocks);
+            const int64_t j0 = (u % J.blocks) * J.w, cols = std::min(J.w, J.inner - j0);
+            return Block{J.g + pos.off[0] + j0 * J.ig, J.y + pos.off[1] + j0 * J.iy, J.out + pos.off[2] + j0 * J.io,
+                         cols, (cols + L - 1) / L};
+        };
+        const auto sum = [&](V *a, const Block &k, int64_t d) {  // row d of a block into its sums
+            for (int64_t v = 0; v < k.nv; ++v) {
+                const int64_t j = v * L, m = std::min(L, k.cols - j);
+                a[v] += vload_run<C>(k.g + d * J.sg + j * J.ig, J.ig, m) * vload_run<C>(k.y + d * J.sy + j * J.iy, J.iy, m);
+            }
+        };
+        const auto apply = [&](const V *a, const Block &k, int64_t d) {  // row d of a block's output
+            for (int64_t v = 0; v < k.nv; ++v) {
+                const int64_t j = v * L, m = std::min(L, k.cols - j);
+                const V yv = vload_run<C>(k.y + d * J.sy + j * J.iy, J.iy, m);
+                const V gv = vload_run<C>(k.g + d * J.sg + j * J.ig, J.ig, m);
+                vstore_run(k.out + d * J.so + j * J.io, J.io, m, yv * (gv - a[v]));
+            }
+        };
+        int c = 0;
+        Block cur = block(b);
+        std::fill(acc[c], acc[c] + cur.nv, V{});
+        for (int64_t d = 0; d < J.n; ++d) sum(acc[c], cur, d);
         for (int64_t u = b; u < e; ++u) {
-            const Walker<3> pos(outer, u / blocks);
-            const int64_t j0 = (u % blocks) * w, cols = std::min(w, inner - j0);
-            const T *gb = g + pos.off[0] + j0 * ig;
-            const T *yb = y + pos.off[1] + j0 * iy;
-            O *ob = out + pos.off[2] + j0 * io;
-            for (int64_t j = 0; j < cols; ++j) acc[j] = C(0);
-            if (ig == 1 && iy == 1) {
-                for (int64_t d = 0; d < n; ++d) {
-                    const T *gr = gb + d * sd[0], *yr = yb + d * sd[1];
-                    for (int64_t j = 0; j < cols; ++j) acc[j] += load<C>(gr + j) * load<C>(yr + j);
+            if (u + 1 == e) {
+                for (int64_t d = 0; d < J.n; ++d) apply(acc[c], cur, d);
+                break;
+            }
+            const Block next = block(u + 1);
+            std::fill(acc[1 - c], acc[1 - c] + next.nv, V{});
+            if (next.cols == cur.cols) {
+                for (int64_t d = 0; d < J.n; ++d) {
+                    apply(acc[c], cur, d);
+                    sum(acc[1 - c], next, d);
                 }
             } else {
-                for (int64_t d = 0; d < n; ++d)
-                    for (int64_t j = 0; j < cols; ++j)
-                        acc[j] += load<C>(gb + d * sd[0] + j * ig) * load<C>(yb + d * sd[1] + j * iy);
+                for (int64_t d = 0; d < J.n; ++d) apply(acc[c], cur, d);
+                for (int64_t d = 0; d < J.n; ++d) sum(acc[1 - c], next, d);
             }
-            for (int64_t d = 0; d < n; ++d)
-                for (int64_t j = 0; j < cols; ++j) {
-                    const C yv = load<C>(yb + d * sd[1] + j * iy), gv = load<C>(gb + d * sd[0] + j * ig);
-                    store(ob + d * sd[2] + j * io, yv * (gv - acc[j]));
-                }
+            cur = next;
+            c = 1 - c;
         }
     });
 }
@@ -84,30 +204,26 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
                            scalar ? 0 : ov.stride[dim]};
     const int64_t *strides[3] = {gv.stride, yv.stride, ov.stride};
     const Iter<3> it = make_iter<3>(gv.shape, gv.ndim, strides, scalar ? -1 : dim);
-    const int64_t lines = it.numel();
+    const int64_t count = it.numel();
     const bool contig = sd[0] == 1 && sd[1] == 1 && sd[2] == 1;
     if (!contig && it.ndim > 0) {
         columns(g, y, out, it, n, sd);
         return;
     }
-    parallel_for(lines, lines * n, [&](int64_t b, int64_t e) {
-        Walker<3> pos(it, b);
-        for (int64_t l = b; l < e; ++l, pos.next()) {
-            if (contig)
-                line<true>(g + pos.off[0], y + pos.off[1], out + pos.off[2], n, 1, 1, 1);
-            else
-                line<false>(g + pos.off[0], y + pos.off[1], out + pos.off[2], n, sd[0], sd[1], sd[2]);
-        }
+    parallel_for(count, count * n, [&](int64_t b, int64_t e) {
+        if (contig) lines<true>(g, y, out, it, b, e, n, sd);
+        else lines<false>(g, y, out, it, b, e, n, sd);
     });
 }
 
 }  // namespace
 
-void softmax_backward(const View &g, const View &y, int dim, const View &out) {
+void softmax_backward_kernel(const View &g, const View &y, int dim, const View &out) {
     if (g.numel() == 0) return;
     dispatch_float(g.dtype, [&](auto t) {
         dispatch_float(out.dtype, [&](auto o) { run<decltype(t), decltype(o)>(g, y, dim, out); });
     });
 }
 
+}  // namespace AG_ISA_NS
 }  // namespace ag::kern

@@ -6,21 +6,22 @@
 #include "elementwise.h"
 
 namespace ag::kern {
+inline namespace AG_ISA_NS {
 namespace {
 
 template <class TG, class TX, class O>
 void run(const View &g, const View &x, double lambd, const View &out) {
     using C = common_compute_t<TG, TX>;
     const C lam = C(lambd);  // the band edge in the compute type, as CANN passes λ as float
-    map<C, O, TG, TX>(out, {g, x}, [lam](C gv, C xv) {
-        const C r = std::fabs(xv) > lam ? gv : C(0);
-        return xv != xv ? xv : r;
+    map<C, O, TG, TX>(out, {g, x}, [lam](auto gv, auto xv) {
+        const auto r = select(vabs(xv) > lam, gv, decltype(gv){});
+        return select(xv != xv, xv, r);
     });
 }
 
 }  // namespace
 
-void softshrink_backward(const View &g, const View &x, double lambd, const View &out) {
+void softshrink_backward_kernel(const View &g, const View &x, double lambd, const View &out) {
     if (out.numel() == 0) return;
     dispatch_float(g.dtype, [&](auto tg) {
         dispatch_float(x.dtype, [&](auto tx) {
@@ -31,4 +32,5 @@ void softshrink_backward(const View &g, const View &x, double lambd, const View 
     });
 }
 
+}  // namespace AG_ISA_NS
 }  // namespace ag::kern

@@ -8,6 +8,7 @@ namespace {
 // numpy.result_type(g, x); float16 with bfloat16 has none in NumPy: float32, their compute type
 // (and PyTorch's promotion).
 py::dtype result_dtype(const py::array &g, const py::array &x) {
+    if (g.dtype().is(x.dtype()) || g.dtype().equal(x.dtype())) return g.dtype();  // the usual case, without NumPy's call
     try {
         return py::dtype::from_args(py::module_::import("numpy").attr("result_type")(g, x));
     } catch (const py::error_already_set &) {

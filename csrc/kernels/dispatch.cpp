@@ -1,0 +1,107 @@
+// Kernel entry points: each runs its kernel's compilation for the instruction set chosen once per
+// process (common.h, Isa). Compiled once, for any CPU of the target architecture.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "cross_entropy_loss_grad.h"
+#include "kl_div_backward.h"
+#include "logsigmoid_backward.h"
+#include "softmax_backward.h"
+#include "softshrink_backward.h"
+
+namespace ag::kern {
+
+int64_t View::numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= shape[i];
+    return n;
+}
+
+namespace {
+
+// The best instruction set this CPU and OS support among those compiled in.
+Isa best_isa() {
+#if defined(AG_HAVE_AVX2) && (defined(__x86_64__) || defined(__i386__))
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::Baseline;
+    if (!(c & bit_F16C) || !(c & bit_FMA) || !(c & bit_AVX) || !(c & bit_OSXSAVE)) return Isa::Baseline;
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 0x6) != 0x6) return Isa::Baseline;  // the OS does not save YMM registers
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & bit_AVX2)) return Isa::Baseline;
+#if defined(AG_HAVE_AVX512)
+    const unsigned avx512 = bit_AVX512F | bit_AVX512DQ | bit_AVX512BW | bit_AVX512VL;
+    if ((b & avx512) == avx512 && (lo & 0xe6) == 0xe6) return Isa::Avx512;  // and ZMM, opmask state
+#endif
+    return Isa::Avx2;
+#else
+    return Isa::Baseline;
+#endif
+}
+
+std::atomic<int> &current() {
+    // ASCENDGRAD_ISA=baseline|avx2 asks for at most that ISA (tests compare them); any other
+    // value, or none, takes the best.
+    static std::atomic<int> isa{[] {
+        const char *e = std::getenv("ASCENDGRAD_ISA");
+        const Isa best = best_isa();
+        if (e && std::strcmp(e, "baseline") == 0) return int(Isa::Baseline);
+        if (e && std::strcmp(e, "avx2") == 0) return int(std::min(best, Isa::Avx2));
+        return int(best);
+    }()};
+    return isa;
+}
+
+}  // namespace
+
+Isa active_isa() { return Isa(current().load(std::memory_order_relaxed)); }
+
+const char *isa_name(Isa isa) {
+    return isa == Isa::Avx512 ? "avx512" : isa == Isa::Avx2 ? "avx2" : "baseline";
+}
+
+bool set_isa(Isa isa) {
+    if (int(isa) > int(best_isa())) return false;
+    current().store(int(isa), std::memory_order_relaxed);
+    return true;
+}
+
+// The kernel's compilation for the active ISA (only those built: x86-64 has all three).
+#if defined(AG_HAVE_AVX512)
+#define AG_CALL(kernel, ...)                                                          \
+    (active_isa() == Isa::Avx512 ? avx512::kernel(__VA_ARGS__)                        \
+     : active_isa() == Isa::Avx2 ? avx2::kernel(__VA_ARGS__) : baseline::kernel(__VA_ARGS__))
+#elif defined(AG_HAVE_AVX2)
+#define AG_CALL(kernel, ...) \
+    (active_isa() == Isa::Avx2 ? avx2::kernel(__VA_ARGS__) : baseline::kernel(__VA_ARGS__))
+#else
+#define AG_CALL(kernel, ...) baseline::kernel(__VA_ARGS__)
+#endif
+
+void softmax_backward(const View &g, const View &y, int dim, const View &out) {
+    AG_CALL(softmax_backward_kernel, g, y, dim, out);
+}
+
+void log_sigmoid_backward(const View &g, const View &x, const View &out) {
+    AG_CALL(log_sigmoid_backward_kernel, g, x, out);
+}
+
+void softshrink_backward(const View &g, const View &x, double lambd, const View &out) {
+    AG_CALL(softshrink_backward_kernel, g, x, lambd, out);
+}
+
+void kl_div_backward(const KlArgs &a) { AG_CALL(kl_div_backward_kernel, a); }
+
+CeScan cross_entropy_scan(const View &target, const View &weight, int64_t classes, int64_t ignore_index) {
+    return AG_CALL(cross_entropy_scan_kernel, target, weight, classes, ignore_index);
+}
+
+void cross_entropy_loss_grad(const CeArgs &a, const CeScan &scan) { AG_CALL(cross_entropy_loss_grad_kernel, a, scan); }
+
+}  // namespace ag::kern

@@ -1,0 +1,263 @@
+// Fixed-width SIMD for the kernels, over GCC/Clang vector extensions of the build's native width
+// (SSE2: 16 bytes, AVX2: 32, AVX-512: 64). Within one build an element gets the same arithmetic
+// in every lane and in a partial vector (a run's tail, padded with zeros), so results never depend
+// on where a thread's range starts: there is no separate formula for a loop's tail. Lane by lane
+// the operations are plain IEEE ones and conversions are exact or correctly rounded; FMA only
+// where asked for (fmadd; kernels build with -ffp-contract=off), so only kernels computing e^x
+// may differ between ISAs. Reductions must not depend on the width (softmax: a fixed 16 partial
+// sums, kept in 16 / lanes vectors).
+//
+//   vec_t<C>, lanes<C>        the vector of compute type C (float or double) and its width
+//   vload<C>(p)               lanes<C> elements of any element type, converted to C
+//   vstore(p, v)              v rounded once into p's element type
+//   vload_run / vstore_run    the first m <= lanes elements of a run with element step s
+//                             (1: contiguous, 0: one element broadcast, else gathered)
+//   vabs, select, vexp        |x|, m ? a : b lane-wise, e^x
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "common.h"
+
+namespace ag::kern {
+inline namespace AG_ISA_NS {
+
+#define AG_INLINE inline __attribute__((always_inline))
+
+#if defined(__AVX512F__)
+#define AG_VEC_BYTES 64
+#elif defined(__AVX2__)
+#define AG_VEC_BYTES 32
+#else
+#define AG_VEC_BYTES 16
+#endif
+typedef float vf __attribute__((vector_size(AG_VEC_BYTES)));
+typedef double vd __attribute__((vector_size(AG_VEC_BYTES)));
+typedef int32_t vi __attribute__((vector_size(AG_VEC_BYTES)));
+typedef int64_t vl __attribute__((vector_size(AG_VEC_BYTES)));
+typedef uint32_t vu __attribute__((vector_size(AG_VEC_BYTES)));
+typedef uint16_t vh __attribute__((vector_size(AG_VEC_BYTES / 2)));  // raw half or bfloat16 values
+
+template <class C> struct simd_of;
+template <> struct simd_of<float> { using V = vf; using M = vi; };
+template <> struct simd_of<double> { using V = vd; using M = vl; };
+template <class C> using vec_t = typename simd_of<C>::V;
+template <class C> using mask_t = typename simd_of<C>::M;
+template <class C> constexpr int lanes = int(AG_VEC_BYTES / sizeof(C));
+
+template <class V> struct elem_of;
+template <> struct elem_of<vf> { using type = float; };
+template <> struct elem_of<vd> { using type = double; };
+
+template <class V> AG_INLINE V splat(typename elem_of<V>::type x) {
+    V v;  // not V{} + x: that turns -0 into +0
+    for (int l = 0; l < int(sizeof(V) / sizeof(x)); ++l) v[l] = x;
+    return v;
+}
+
+AG_INLINE vf vabs(vf v) { return (vf)((vi)v & 0x7fffffff); }
+AG_INLINE vd vabs(vd v) { return (vd)((vl)v & 0x7fffffffffffffffLL); }
+
+// m ? a : b per lane, for a comparison's mask m (all bits set or clear)
+AG_INLINE vf select(vi m, vf a, vf b) { return (vf)((m & (vi)a) | (~m & (vi)b)); }
+AG_INLINE vd select(vl m, vd a, vd b) { return (vd)((m & (vl)a) | (~m & (vl)b)); }
+
+// a * b + c, fused (one rounding) where the build has FMA, else two roundings: results may differ
+// between ISAs, never between lanes or uses within one build.
+AG_INLINE vf fmadd(vf a, vf b, vf c) {
+#if AG_VEC_BYTES == 64
+    return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__) && AG_VEC_BYTES == 32
+    return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+
+// max(a, x) and min(a, x) per lane that keep a NaN x (the comparison is false, x is taken)
+AG_INLINE vf vmax_keep_nan(vf a, vf x) {
+#if AG_VEC_BYTES == 64
+    return (vf)_mm512_maskz_max_ps(0xffff, (__m512)a, (__m512)x);  // (maskz: GCC 12 warns on the plain one)
+#elif AG_VEC_BYTES == 32
+    return (vf)_mm256_max_ps((__m256)a, (__m256)x);
+#else
+    return select(a > x, a, x);
+#endif
+}
+AG_INLINE vf vmin_keep_nan(vf a, vf x) {
+#if AG_VEC_BYTES == 64
+    return (vf)_mm512_maskz_min_ps(0xffff, (__m512)a, (__m512)x);
+#elif AG_VEC_BYTES == 32
+    return (vf)_mm256_min_ps((__m256)a, (__m256)x);
+#else
+    return select(a < x, a, x);
+#endif
+}
+
+// e^x in float, < 1 ulp: n = round(x / ln 2), r = x - n ln 2 (two constants), e^r by a degree-6
+// polynomial (Cephes' coefficients) in Horner form; 2^n applied in two halves so that results in
+// the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf.
+AG_INLINE vf vexp(vf x) {
+    x = vmin_keep_nan(splat<vf>(88.8f), x);     // e^88.8 overflows to inf below
+    x = vmax_keep_nan(splat<vf>(-104.0f), x);   // e^-104 rounds to 0 below
+    const vf round = splat<vf>(12582912.0f);    // 1.5 * 2^23: adding it rounds to an integer (ties to even)
+    const vf n = fmadd(x, splat<vf>(1.44269504088896341f), round) - round;
+    vf r = fmadd(n, splat<vf>(-0.693359375f), x);  // exact: n has <= 8 bits, the constant 9
+    r = fmadd(n, splat<vf>(2.12194440e-4f), r);
+    vf p = splat<vf>(1.9875691500e-4f);
+    p = fmadd(p, r, splat<vf>(1.3981999507e-3f));
+    p = fmadd(p, r, splat<vf>(8.3334519073e-3f));
+    p = fmadd(p, r, splat<vf>(4.1665795894e-2f));
+    p = fmadd(p, r, splat<vf>(1.6666665459e-1f));
+    p = fmadd(p, r, splat<vf>(5.0000001201e-1f));
+    p = fmadd(p, r * r, r) + 1.0f;
+#if AG_VEC_BYTES == 64
+    return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)n);  // p 2^n, rounded once: the same
+#else
+    const vi k = __builtin_convertvector(n, vi);
+    const vi k1 = k >> 1, k2 = k - k1;
+    return p * (vf)((k1 + 127) << 23) * (vf)((k2 + 127) << 23);
+#endif
+}
+
+// a / d for d in [1, 2] (or NaN): AVX-512 takes the 14-bit reciprocal and one Newton step (~1 ulp,
+// not correctly rounded; a division costs more than the rest of a logsigmoid), others divide.
+AG_INLINE vf div_1_2(vf a, vf d) {
+#if AG_VEC_BYTES == 64
+    const vf r = (vf)_mm512_maskz_rcp14_ps(0xffff, (__m512)d);
+    return a * fmadd(r, fmadd(-d, r, splat<vf>(1.0f)), r);
+#else
+    return a / d;
+#endif
+}
+AG_INLINE vd div_1_2(vd a, vd d) { return a / d; }
+
+AG_INLINE vd vmax_keep_nan(vd a, vd x) { return select(a > x, a, x); }
+AG_INLINE vd vmin_keep_nan(vd a, vd x) { return select(a < x, a, x); }
+
+AG_INLINE vd fmadd(vd a, vd b, vd c) {
+#if AG_VEC_BYTES == 64
+    return (vd)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+#elif defined(__FMA__) && AG_VEC_BYTES == 32
+    return (vd)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+#else
+    return a * b + c;
+#endif
+}
+
+// e^x in double, about 1 ulp: n = round(x / ln 2), r = x - n ln 2 (fdlibm's two constants, the
+// first with n ln2_hi exact), e^r = 1 + (r + r^2 q(r)), q the Taylor series to r^13 / 13! (the
+// truncation is < 2^-57 relative for |r| <= ln 2 / 2); 2^n applied in two halves so that results in
+// the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf.
+AG_INLINE vd vexp(vd x) {
+    x = vmin_keep_nan(splat<vd>(709.79), x);    // e^709.79 overflows to inf below
+    x = vmax_keep_nan(splat<vd>(-745.2), x);    // e^-745.2 rounds to 0 below
+    const vd round = splat<vd>(6755399441055744.0);  // 1.5 * 2^52
+    const vd t = fmadd(x, splat<vd>(1.4426950408889634074), round);
+    const vd n = t - round;
+    const vl k = (vl)t - (vl)round;  // n as an integer: t's low mantissa bits
+    vd r = fmadd(n, splat<vd>(-6.93147180369123816490e-01), x);
+    r = fmadd(n, splat<vd>(-1.90821492927058770002e-10), r);
+    constexpr double c[] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+                            1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
+                            1.0 / 6.0, 0.5};  // 1/13! ... 1/2!
+    vd q = splat<vd>(c[0]);
+    for (int i = 1; i < 12; ++i) q = fmadd(q, r, splat<vd>(c[i]));
+    const vd p = fmadd(q, r * r, r) + 1.0;
+    const vl k1 = k >> 1, k2 = k - k1;
+    return p * (vd)((k1 + 1023) << 52) * (vd)((k2 + 1023) << 52);
+}
+
+// e^x of one element computed as one lane of vexp: for the few scalar uses next to vector loops.
+inline float exp1(float x) { return vexp(splat<vf>(x))[0]; }
+inline double exp1(double x) { return vexp(splat<vd>(x))[0]; }
+
+// ---- loads: lanes<C> contiguous elements converted to C ----
+
+template <class C, class T> AG_INLINE vec_t<C> vload(const T *p) {
+    vec_t<C> v;
+    if constexpr (std::is_same_v<C, T>) {
+        std::memcpy(&v, p, sizeof v);
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<T, bf16_t>) {
+#if AG_VEC_BYTES == 64
+        v = (vf)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))), 16);
+#elif AG_VEC_BYTES == 32
+        v = (vf)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))), 16);
+#else
+        vh h;
+        std::memcpy(&h, p, sizeof h);
+        v = (vf)(__builtin_convertvector(h, vu) << 16);
+#endif
+#if AG_VEC_BYTES == 64
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<T, half_t>) {
+        v = (vf)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+#elif AG_VEC_BYTES == 32 && defined(__F16C__)
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<T, half_t>) {
+        v = (vf)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+#endif
+    } else {
+        for (int l = 0; l < lanes<C>; ++l) v[l] = load<C>(p + l);
+    }
+    return v;
+}
+
+template <class O, class V> AG_INLINE void vstore(O *p, V v) {
+    using C = typename elem_of<V>::type;
+    if constexpr (std::is_same_v<C, O>) {
+        std::memcpy(p, &v, sizeof v);
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, bf16_t>) {
+        // float_to_bf16, lane-wise: round to nearest even, NaN kept quiet
+        const vu u = (vu)v;
+        const vu r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        const vu q = (u >> 16) | 0x40u;
+        const vi nan = (vi)(u & 0x7fffffffu) > 0x7f800000;
+        const vu b = (vu)((nan & (vi)q) | (~nan & (vi)r));  // each < 2^16
+#if AG_VEC_BYTES == 64
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16((__m512i)b));
+#elif AG_VEC_BYTES == 32
+        const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32((__m256i)b, (__m256i)b), 0xd8);
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_castsi256_si128(h));
+#else
+        const vh h = __builtin_convertvector(b, vh);
+        std::memcpy(p, &h, sizeof h);
+#endif
+#if AG_VEC_BYTES == 64
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, half_t>) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT));
+#elif AG_VEC_BYTES == 32 && defined(__F16C__)
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, half_t>) {
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT));
+#endif
+    } else {
+        for (int l = 0; l < lanes<C>; ++l) store(p + l, v[l]);
+    }
+}
+
+// The first m (1 <= m <= lanes<C>) elements p[0], p[s], p[2s], ...; lanes past m are 0.
+template <class C, class T> AG_INLINE vec_t<C> vload_run(const T *p, int64_t s, int64_t m) {
+    constexpr int L = lanes<C>;
+    if (m == L) {
+        if (s == 1) return vload<C>(p);
+        if (s == 0) return splat<vec_t<C>>(load<C>(p));
+    }
+    T buf[L] = {};
+    for (int64_t l = 0; l < m; ++l) buf[l] = p[l * s];
+    return vload<C>(buf);
+}
+
+template <class O, class V> AG_INLINE void vstore_run(O *p, int64_t s, int64_t m, V v) {
+    constexpr int L = lanes<typename elem_of<V>::type>;
+    if (s == 1 && m == L) return vstore(p, v);
+    O buf[L];
+    vstore(buf, v);
+    for (int64_t l = 0; l < m; ++l) p[l * s] = buf[l];
+}
+
+}  // namespace AG_ISA_NS
+}  // namespace ag::kern

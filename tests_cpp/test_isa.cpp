@@ -1,0 +1,257 @@
+// The per-ISA compilations of the kernels (csrc/kernels/dispatch.cpp): every operator under every
+// instruction set this CPU has, at several thread counts. Within an ISA results are bitwise
+// identical for any thread count (thread ranges start at arbitrary elements: vector bodies and
+// partial vectors must agree); across ISAs, kernels without e^x are bitwise identical and those
+// with it (FMA in the polynomial) agree to a few ulp of the compute type.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ascendgrad/ascendgrad.h"
+#include "kernels/cross_entropy_loss_grad.h"
+#include "kernels/kl_div_backward.h"
+#include "kernels/logsigmoid_backward.h"
+#include "kernels/softmax_backward.h"
+#include "kernels/softshrink_backward.h"
+
+namespace {
+
+using namespace ag::kern;
+using Shape = std::vector<int64_t>;
+
+size_t elem_size(DType t) { return t == DType::F64 || t == DType::I64 ? 8 : t == DType::F32 || t == DType::I32 ? 4 : 2; }
+
+// A buffer of `storage` elements and a view into it.
+struct Tensor {
+    DType dt;
+    std::vector<double> mem;  // 8-byte aligned storage
+    View v;
+
+    Tensor(DType t, const Shape &shape, Shape strides = {}, int64_t storage = -1) : dt(t) {
+        if (strides.empty()) {
+            strides.assign(shape.size(), 1);
+            for (int i = int(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
+        }
+        int64_t lo = 0, hi = 0;
+        for (size_t i = 0; i < shape.size(); ++i) (strides[i] < 0 ? lo : hi) += (shape[i] - 1) * strides[i];
+        if (storage < 0) storage = hi - lo + 1;
+        mem.assign((size_t(storage) * elem_size(t) + 7) / 8, 0.0);
+        v.dtype = t;
+        v.ndim = int(shape.size());
+        v.data = reinterpret_cast<char *>(mem.data()) - lo * int64_t(elem_size(t));
+        for (int i = 0; i < v.ndim; ++i) v.shape[i] = shape[i], v.stride[i] = strides[i];
+    }
+    int64_t storage() const { return int64_t(mem.size() * 8 / elem_size(dt)); }
+    char *base() { return reinterpret_cast<char *>(mem.data()); }
+    void set(int64_t k, double x) {  // storage element k
+        char *p = base() + k * int64_t(elem_size(dt));
+        switch (dt) {
+            case DType::F16: store(reinterpret_cast<half_t *>(p), x); break;
+            case DType::BF16: store(reinterpret_cast<bf16_t *>(p), x); break;
+            case DType::F32: store(reinterpret_cast<float *>(p), x); break;
+            case DType::F64: store(reinterpret_cast<double *>(p), x); break;
+            case DType::I64: *reinterpret_cast<int64_t *>(p) = int64_t(x); break;
+            default: *reinterpret_cast<int32_t *>(p) = int32_t(x); break;
+        }
+    }
+    void random(std::mt19937_64 &rng, double lo, double hi) {
+        std::uniform_real_distribution<double> u(lo, hi);
+        for (int64_t k = 0; k < storage(); ++k) set(k, u(rng));
+    }
+    double get(int64_t k) const {
+        const char *p = reinterpret_cast<const char *>(mem.data()) + k * int64_t(elem_size(dt));
+        switch (dt) {
+            case DType::F16: return load<double>(reinterpret_cast<const half_t *>(p));
+            case DType::BF16: return load<double>(reinterpret_cast<const bf16_t *>(p));
+            case DType::F32: return load<double>(reinterpret_cast<const float *>(p));
+            default: return load<double>(reinterpret_cast<const double *>(p));
+        }
+    }
+};
+
+// One problem: runs an operator into `out` (fresh canary-filled storage each time).
+struct Problem {
+    std::string name;
+    bool uses_exp;
+    DType compute;
+    std::function<void(Tensor &out)> run;
+    std::function<Tensor()> make_out;
+};
+
+const DType kFloats[] = {DType::F16, DType::BF16, DType::F32, DType::F64};
+const char *dname(DType t) {
+    return t == DType::F16 ? "f16" : t == DType::BF16 ? "bf16" : t == DType::F32 ? "f32" : "f64";
+}
+
+// Inputs live as long as the problems (shared_ptr in the closures).
+std::vector<Problem> problems() {
+    std::vector<Problem> ps;
+    std::mt19937_64 rng(42);
+    auto in = [&](DType t, const Shape &s, double lo, double hi, Shape strides = {}) {
+        auto p = std::make_shared<Tensor>(t, s, strides);
+        p->random(rng, lo, hi);
+        return p;
+    };
+    for (DType t : kFloats) {
+        const DType c = t == DType::F64 ? DType::F64 : DType::F32;
+        const std::string d = dname(t);
+        // softmax: last dim (odd length: partial vectors), a middle dim, a strided (transposed) view
+        for (auto [shape, dim] : {std::pair<Shape, int>{{37, 1031}, 1}, {{5, 301, 29}, 1}, {{3, 40000}, 1}}) {
+            auto g = in(t, shape, -2, 2), y = in(t, shape, 0, 0.01);
+            ps.push_back({"softmax " + d + " dim " + std::to_string(dim) + " of " + std::to_string(shape[dim]), false, c,
+                          [=](Tensor &o) { softmax_backward(g->v, y->v, dim, o.v); },
+                          [=] { return Tensor(t, shape); }});
+        }
+        {
+            auto g = in(t, {1031, 37}, -2, 2, {1, 1031}), y = in(t, {1031, 37}, 0, 0.01, {1, 1031});
+            ps.push_back({"softmax " + d + " transposed", false, c,
+                          [=](Tensor &o) { softmax_backward(g->v, y->v, 0, o.v); },
+                          [=] { return Tensor(t, {1031, 37}); }});
+        }
+        // log_sigmoid: contiguous and reversed-strided
+        {
+            auto g = in(t, {211, 199}, -3, 3), x = in(t, {211, 199}, -30, 30);
+            ps.push_back({"log_sigmoid " + d, true, c, [=](Tensor &o) { log_sigmoid_backward(g->v, x->v, o.v); },
+                          [=] { return Tensor(t, {211, 199}); }});
+            auto gs = in(t, {199, 211}, -3, 3, {-1, 199}), xs = in(t, {199, 211}, -30, 30, {1, 199});
+            ps.push_back({"log_sigmoid " + d + " strided", true, c,
+                          [=](Tensor &o) { log_sigmoid_backward(gs->v, xs->v, o.v); },
+                          [=] { return Tensor(t, {199, 211}); }});
+        }
+        // softshrink: broadcast g against x, mixed with f32
+        {
+            auto g = in(t, {211, 1}, -3, 3), x = in(DType::F32, {211, 199}, -1, 1);
+            const DType cc = t == DType::F64 ? DType::F64 : DType::F32;
+            ps.push_back({"softshrink " + d + " broadcast", false, cc,
+                          [=](Tensor &o) { softshrink_backward(g->v, x->v, 0.5, o.v); },
+                          [=] { return Tensor(t, {211, 199}); }});
+        }
+        // kl_div: 0-d g (batchmean), log_target and not; a reduction over a broadcast dim
+        for (bool lt : {false, true}) {
+            auto g = in(t, {}, 0.5, 1.5), tg = in(t, {211, 199}, -3, 1);
+            auto self = std::make_shared<Tensor>(t, Shape{211, 199});
+            ps.push_back({"kl_div " + d + (lt ? " log_target" : ""), lt, c,
+                          [=](Tensor &o) {
+                              KlArgs a;
+                              a.grad = g->v, a.target = tg->v, a.out = o.v;
+                              a.ndim = 2, a.shape[0] = 211, a.shape[1] = 199;
+                              a.log_target = lt, a.f64 = t == DType::F64, a.scale = 1.0 / 211;
+                              kl_div_backward(a);
+                          },
+                          [=] { return Tensor(t, {211, 199}); }});
+        }
+        // cross-entropy: smoothing with and without weights, per-row grads, z-loss
+        for (int mode = 0; mode < 3; ++mode) {
+            const int64_t n = 97, classes = 523;
+            auto lp = in(t, {n, classes}, -12, 0), gl = in(t, {n}, 0.1, 1), lse = in(t, {n}, 1, 3);
+            auto w = in(DType::F32, {classes}, 0.5, 2);
+            auto tgt = std::make_shared<Tensor>(DType::I64, Shape{n});
+            for (int64_t i = 0; i < n; ++i) tgt->set(i, i % 7 == 3 ? -100 : double((i * 131) % classes));
+            ps.push_back({"cross_entropy " + d + " mode " + std::to_string(mode), true, c,
+                          [=](Tensor &o) {
+                              CeArgs a;
+                              a.grad_loss = gl->v, a.log_prob = lp->v, a.target = tgt->v, a.out = o.v;
+                              a.reduction = CeReduction::None;
+                              a.label_smoothing = mode == 0 ? 0.0 : 0.1;
+                              if (mode == 2) a.weight = w->v, a.lse = lse->v, a.zloss_scale = 0.25;
+                              const CeScan s = cross_entropy_scan(a.target, a.weight, classes, a.ignore_index);
+                              cross_entropy_loss_grad(a, s);
+                          },
+                          [=] { return Tensor(t, {n, classes}); }});
+        }
+    }
+    return ps;
+}
+
+std::vector<Isa> available_isas() {
+    std::vector<Isa> r;
+    const Isa before = active_isa();
+    for (Isa i : {Isa::Baseline, Isa::Avx2, Isa::Avx512})
+        if (set_isa(i)) r.push_back(i);
+    set_isa(before);
+    return r;
+}
+
+// Output storage bytes of p under `isa` with `threads` threads.
+std::vector<double> run(const Problem &p, Isa isa, int threads) {
+    const Isa before = active_isa();
+    EXPECT_TRUE(set_isa(isa));
+    ascendgradSetNumThreads(threads);
+    Tensor o = p.make_out();
+    for (int64_t k = 0; k < o.storage(); ++k) o.set(k, 7.0);
+    p.run(o);
+    ascendgradSetNumThreads(0);
+    set_isa(before);
+    return o.mem;
+}
+
+TEST(Isa, SelectionAndNames) {
+    const std::vector<Isa> isas = available_isas();
+    ASSERT_FALSE(isas.empty());
+    EXPECT_EQ(isas.front(), Isa::Baseline);  // the portable build is always there
+    EXPECT_STREQ(isa_name(Isa::Baseline), "baseline");
+    EXPECT_STREQ(isa_name(Isa::Avx2), "avx2");
+    EXPECT_STREQ(isa_name(Isa::Avx512), "avx512");
+    EXPECT_STREQ(ascendgradKernelIsa(), isa_name(active_isa()));
+    const Isa before = active_isa();
+    for (Isa i : isas) {
+        ASSERT_TRUE(set_isa(i));
+        EXPECT_EQ(active_isa(), i);
+        EXPECT_STREQ(ascendgradKernelIsa(), isa_name(i));
+    }
+    set_isa(before);
+}
+
+TEST(Isa, EveryIsaBitwiseIdenticalForAnyThreadCount) {
+    for (const Problem &p : problems())
+        for (Isa isa : available_isas()) {
+            const std::vector<double> one = run(p, isa, 1);
+            for (int threads : {2, 3, 7})
+                EXPECT_EQ(0, std::memcmp(one.data(), run(p, isa, threads).data(), one.size() * 8))
+                    << p.name << " under " << isa_name(isa) << " with " << threads << " threads";
+        }
+}
+
+TEST(Isa, IsasAgree) {
+    const std::vector<Isa> isas = available_isas();
+    for (const Problem &p : problems()) {
+        const std::vector<double> base = run(p, Isa::Baseline, 2);
+        Tensor view = p.make_out();
+        const double eps = p.compute == DType::F64 ? 0x1p-52 : 0x1p-23;
+        for (Isa isa : isas) {
+            std::vector<double> got = run(p, isa, 2);
+            if (!p.uses_exp) {
+                EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 8))
+                    << p.name << ": " << isa_name(isa) << " differs from baseline";
+                continue;
+            }
+            // e^x with and without FMA: a few ulp of the compute type, then one rounding into
+            // the output (which may then land one output ulp apart)
+            Tensor a = p.make_out(), b = p.make_out();
+            a.mem = base, b.mem = got;
+            const double out_eps = view.dt == DType::F16 ? 0x1p-10 : view.dt == DType::BF16 ? 0x1p-7 : eps;
+            // (plus 16 ulp of the largest magnitude: cross-entropy's target column is a difference)
+            double scale = 0;
+            for (int64_t k = 0; k < a.storage(); ++k) scale = std::max(scale, std::fabs(a.get(k)));
+            int bad = 0;
+            for (int64_t k = 0; k < a.storage(); ++k) {
+                const double x = a.get(k), y = b.get(k);
+                if (std::isnan(x) && std::isnan(y)) continue;
+                const double tol = (16 * eps + out_eps) * std::fabs(x) + 16 * eps * scale;
+                if (!(std::fabs(x - y) <= tol) && bad++ < 5)
+                    ADD_FAILURE() << p.name << " under " << isa_name(isa) << ": element " << k << " " << y
+                                  << " vs baseline " << x;
+            }
+            EXPECT_EQ(bad, 0) << p.name << " under " << isa_name(isa);
+        }
+    }
+}
+
+}  // namespace

@@ -1,0 +1,45 @@
+"""bench/bench.py runs end to end on a small selection and writes its three reports (the timings
+themselves are not asserted: speed is the benchmark's business, not a test's)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    if not BENCH.exists():
+        pytest.skip("bench/ is not beside the tests (installed tests)")
+    spec = importlib.util.spec_from_file_location("ascendgrad_bench", BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # (dataclasses look their module up there)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_writes_table_json_and_chart(bench, tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    bench.main(["--quick", "--reps", "1", "--only", "(softmax|cross_entropy).* f32$", "--out", str(tmp_path)])
+    capsys.readouterr()
+    data = json.loads((tmp_path / "results.json").read_text())
+    rows = data["rows"]
+    assert {(r["op"], r["dtype"]) for r in rows} == {("softmax_backward", "f32"), ("cross_entropy_loss_grad", "f32")}
+    assert {r["case"] for r in rows} == {"1x1000", "256x4096", "1x1000 ls=0.1", "256x4096 ls=0.1"}
+    for r in rows:
+        assert r["ours_ms"] > 0 and r["torch_ms"] > 0 and r["copy_ms"] > 0
+        assert r["speedup"] == pytest.approx(r["torch_ms"] / r["ours_ms"])
+    assert set(data["numpy_overhead_us"]) == {"softmax_backward", "log_sigmoid_backward", "softshrink_backward",
+                                              "cross_entropy_loss_grad", "kl_div_backward"}
+    assert data["c_overhead_ns"] is None or all(v > 0 for v in data["c_overhead_ns"].values())
+    md = (tmp_path / "RESULTS.md").read_text()
+    assert "| softmax_backward | 256x4096 | f32 |" in md and "Targets" in md
+    assert data["machine"]["kernel_isa"] in ("baseline", "avx2", "avx512")
+    assert (tmp_path / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
