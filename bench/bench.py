@@ -62,6 +62,7 @@ except ImportError:  # the tables then have no PyTorch columns
 
 DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
 LARGE_BYTES = 64 << 20  # per tensor
+PAUSE_S = 0.005  # before each timed call (time_interleaved)
 HERE = Path(__file__).resolve().parent
 
 
@@ -310,6 +311,10 @@ def time_interleaved(fns, reps):
     for _ in range(reps):
         for i, f in enumerate(fns):
             if f:
+                # both libraries' OpenMP runtimes (two copies: torch bundles its own) spin for a
+                # while after a parallel region; a pause lets the other one's threads go idle so
+                # that they do not take the cores from the call being timed
+                time.sleep(PAUSE_S)
                 t0 = time.perf_counter()
                 f()
                 times[i].append(time.perf_counter() - t0)

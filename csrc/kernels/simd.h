@@ -213,11 +213,10 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
         std::memcpy(p, &v, sizeof v);
     } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, bf16_t>) {
         // float_to_bf16, lane-wise: round to nearest even, NaN kept quiet
-        const vu u = (vu)v;
-        const vu r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        const vu q = (u >> 16) | 0x40u;
-        const vi nan = (vi)(u & 0x7fffffffu) > 0x7f800000;
-        const vu b = (vu)((nan & (vi)q) | (~nan & (vi)r));  // each < 2^16
+        // (few operations: at 512 bits each costs one of two ports, and log_sigmoid is port-bound)
+        const vu u = (vu)v, hi = u >> 16;
+        const vu r = (u + 0x7fffu + (hi & 1u)) >> 16;
+        const vu b = (vu)select(v != v, (vf)(hi | 0x40u), (vf)r);  // each < 2^16
 #if AG_VEC_BYTES == 64
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16((__m512i)b));
 #elif AG_VEC_BYTES == 32
