@@ -103,7 +103,9 @@ std::vector<Problem> problems() {
         const DType c = t == DType::F64 ? DType::F64 : DType::F32;
         const std::string d = dname(t);
         // softmax: last dim (odd length: partial vectors), a middle dim, a strided (transposed) view
-        for (auto [shape, dim] : {std::pair<Shape, int>{{37, 1031}, 1}, {{5, 301, 29}, 1}, {{3, 40000}, 1}}) {
+        for (const auto &sd : {std::pair<Shape, int>{{37, 1031}, 1}, {{5, 301, 29}, 1}, {{3, 40000}, 1}}) {
+            const Shape shape = sd.first;  // (not a structured binding: lambdas capture these)
+            const int dim = sd.second;
             auto g = in(t, shape, -2, 2), y = in(t, shape, 0, 0.01);
             ps.push_back({"softmax " + d + " dim " + std::to_string(dim) + " of " + std::to_string(shape[dim]), false, c,
                           [=](Tensor &o) { softmax_backward(g->v, y->v, dim, o.v); },

@@ -46,7 +46,17 @@ const char *isa_name(Isa isa);
 bool set_isa(Isa isa);  // for tests; false (and no change) for an ISA this CPU lacks
 
 // Declares a kernel in every ISA's namespace, for the entry points in dispatch.cpp to choose from.
+// (One of them is the inline AG_ISA_NS reopened without `inline`: allowed, and clang says so.)
+#if defined(__clang__)
+#define AG_ISA_PUSH \
+    _Pragma("clang diagnostic push") _Pragma("clang diagnostic ignored \"-Winline-namespace-reopened-noninline\"")
+#define AG_ISA_POP _Pragma("clang diagnostic pop")
+#else
+#define AG_ISA_PUSH
+#define AG_ISA_POP
+#endif
 #define AG_ISA_KERNEL(decl) \
+    AG_ISA_PUSH             \
     namespace baseline {    \
     decl;                   \
     }                       \
@@ -55,7 +65,8 @@ bool set_isa(Isa isa);  // for tests; false (and no change) for an ISA this CPU 
     }                       \
     namespace avx512 {      \
     decl;                   \
-    }
+    }                       \
+    AG_ISA_POP
 
 // Threads used by kernels; starts at OpenMP's default (OMP_NUM_THREADS or the core count).
 int num_threads();
