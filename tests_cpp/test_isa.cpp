@@ -12,6 +12,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ascendgrad/ascendgrad.h"
@@ -49,6 +50,10 @@ struct Tensor {
         for (int i = 0; i < v.ndim; ++i) v.shape[i] = shape[i], v.stride[i] = strides[i];
     }
     int64_t storage() const { return int64_t(mem.size() * 8 / elem_size(dt)); }
+    Tensor shifted(int64_t k) && {  // the view k elements further into the storage
+        v.data += k * int64_t(elem_size(dt));
+        return std::move(*this);
+    }
     char *base() { return reinterpret_cast<char *>(mem.data()); }
     void set(int64_t k, double x) {  // storage element k
         char *p = base() + k * int64_t(elem_size(dt));
@@ -126,6 +131,21 @@ std::vector<Problem> problems() {
             ps.push_back({"log_sigmoid " + d + " strided", true, c,
                           [=](Tensor &o) { log_sigmoid_backward(gs->v, xs->v, o.v); },
                           [=] { return Tensor(t, {199, 211}); }});
+        }
+        // outputs past kStreamMin: streaming stores after a partial vector up to the alignment
+        // (the data starts at 8 bytes past an alignment; thread ranges start anywhere)
+        {
+            const int64_t n = kStreamMin / int64_t(elem_size(t)) + 11;
+            auto g = in(t, {n}, -3, 3), x = in(t, {n}, -30, 30);
+            ps.push_back({"log_sigmoid " + d + " streamed", true, c, [=](Tensor &o) { log_sigmoid_backward(g->v, x->v, o.v); },
+                          [=] { return Tensor(t, {n}, {}, n + 1).shifted(1); }});
+            ps.push_back({"softshrink " + d + " streamed", false, c,
+                          [=](Tensor &o) { softshrink_backward(g->v, x->v, 0.5, o.v); },
+                          [=] { return Tensor(t, {n}, {}, n + 1).shifted(1); }});
+            auto g1 = in(t, {1}, -3, 3);  // broadcast along the run: the strided loop streams too
+            ps.push_back({"softshrink " + d + " streamed, g broadcast", false, c,
+                          [=](Tensor &o) { softshrink_backward(g1->v, x->v, 0.5, o.v); },
+                          [=] { return Tensor(t, {n}, {}, n + 3).shifted(3); }});
         }
         // softshrink: broadcast g against x, mixed with f32
         {

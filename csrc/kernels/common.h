@@ -181,5 +181,10 @@ constexpr int64_t kParallelMin = 1 << 15;
 
 inline int threads_for(int64_t work) { return work < kParallelMin ? 1 : num_threads(); }
 
+// From this many output bytes on, elementwise kernels write with non-temporal stores (simd.h,
+// vstream): such an output leaves the private caches anyway, and skipping the read of each line
+// before it is written saves a third of an elementwise kernel's memory traffic.
+constexpr int64_t kStreamMin = int64_t(8) << 20;
+
 }  // namespace AG_ISA_NS
 }  // namespace ag::kern

@@ -144,12 +144,23 @@ namespace detail {
 
 template <class A, class> using first_t = A;
 
+// Elements before po + i is aligned for vstream (fewer than lanes<C>), or -1 when it never is
+// within a run of n (misaligned elements, or a run too short).
+template <class O, class C> AG_INLINE int64_t aligned_head(const O *po, int64_t n) {
+    constexpr int64_t B = stream_bytes<O, C>;
+    const int64_t bytes = int64_t((B - reinterpret_cast<uintptr_t>(po) % B) % B);
+    const int64_t h = bytes / int64_t(sizeof(O));
+    return bytes % int64_t(sizeof(O)) == 0 && h < n ? h : -1;
+}
+
 template <class C, class O, class... T, class Op, std::size_t... K>
 void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op) {
     constexpr int N = 1 + int(sizeof...(T));
     O *const o = reinterpret_cast<O *>(out.data);
     const std::tuple<const T *...> src{reinterpret_cast<const T *>(in[K].data)...};
     const View v[N] = {out, broadcast_to(in[K], out.shape, out.ndim)...};
+    // streaming stores for outputs well past the caches a thread has to itself
+    const bool stream = out.numel() * int64_t(sizeof(O)) >= kStreamMin;
     // flatten: op and what it calls inlined into the loops (GCC otherwise keeps some ops out of
     // line, a call per vector)
     for_each_run<N>(v, [&](auto contig, const int64_t *off, const int64_t *step, int64_t n) __attribute__((flatten)) {
@@ -160,6 +171,14 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
             constexpr int64_t L = lanes<C>;
             if constexpr (decltype(contig)::value) {
                 int64_t i = 0;
+                if (stream && (i = aligned_head<O, C>(po, n)) >= 0) {
+                    // a partial vector up to the alignment, then streaming stores
+                    if (i > 0) vstore_run(po, 1, i, op(vload_run<C>(std::get<K>(p), 1, i)...));
+                    for (; i + L <= n; i += L) vstream(po + i, op(vload<C>(std::get<K>(p) + i)...));
+                    sfence();
+                } else {
+                    i = 0;
+                }
                 for (; i + L <= n; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
                 if (i < n) vstore_run(po + i, 1, n - i, op(vload_run<C>(std::get<K>(p) + i, 1, n - i)...));
             } else {
@@ -172,7 +191,16 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
                     constexpr std::size_t q = decltype(k)::value;
                     return si[q] == 0 ? bc[q] : vload_run<C>(std::get<q>(p) + i * si[q], si[q], m);
                 };
-                for (int64_t i = 0; i < n; i += L) {
+                int64_t i = 0;
+                if (stream && so == 1) {  // (an input broadcast along the run, out contiguous)
+                    const int64_t h = aligned_head<O, C>(po, n);
+                    if (h >= 0) {
+                        if (h > 0) vstore_run(po, 1, h, op(in(std::integral_constant<std::size_t, K>{}, 0, h)...));
+                        for (i = h; i + L <= n; i += L) vstream(po + i, op(in(std::integral_constant<std::size_t, K>{}, i, L)...));
+                        sfence();
+                    }
+                }
+                for (; i < n; i += L) {
                     const int64_t m = std::min(L, n - i);
                     vstore_run(po + i * so, so, m, op(in(std::integral_constant<std::size_t, K>{}, i, m)...));
                 }

@@ -258,5 +258,43 @@ template <class O, class V> AG_INLINE void vstore_run(O *p, int64_t s, int64_t m
     for (int64_t l = 0; l < m; ++l) p[l * s] = buf[l];
 }
 
+// Bytes vstream writes at once (v's elements in the output type); p must be aligned to them.
+template <class O, class C> constexpr int64_t stream_bytes = int64_t(sizeof(O)) * lanes<C>;
+
+// vstore bypassing the caches (a non-temporal store): a large output would not stay in cache
+// anyway, and the store then does not read each line before writing it. The portable build has
+// no such store for every width: it stores normally. Needs sfence() before others read p.
+template <class O, class V> AG_INLINE void vstream(O *p, V v) {
+#if AG_VEC_BYTES >= 32
+    using C = typename elem_of<V>::type;
+    constexpr int64_t B = stream_bytes<O, C>;
+    alignas(64) O buf[lanes<C>];
+    vstore(buf, v);  // (converted in registers: the compiler keeps buf out of memory)
+    if constexpr (B == 64) {
+#if AG_VEC_BYTES == 64
+        _mm512_stream_si512(reinterpret_cast<__m512i *>(p), _mm512_load_si512(buf));
+#else  // (AVX2: a float vector into double)
+        for (int h = 0; h < 2; ++h)
+            _mm256_stream_si256(reinterpret_cast<__m256i *>(p) + h, _mm256_load_si256(reinterpret_cast<const __m256i *>(buf) + h));
+#endif
+    } else if constexpr (B == 32) {
+        _mm256_stream_si256(reinterpret_cast<__m256i *>(p), _mm256_load_si256(reinterpret_cast<const __m256i *>(buf)));
+    } else if constexpr (B == 16) {
+        _mm_stream_si128(reinterpret_cast<__m128i *>(p), _mm_load_si128(reinterpret_cast<const __m128i *>(buf)));
+    } else {  // (8 bytes: a double vector of AVX2 into a half type)
+        std::memcpy(p, buf, sizeof buf);
+    }
+#else
+    vstore(p, v);
+#endif
+}
+
+// Orders earlier non-temporal stores before later stores (a thread's last act after vstream).
+AG_INLINE void sfence() {
+#if AG_VEC_BYTES >= 32
+    _mm_sfence();
+#endif
+}
+
 }  // namespace AG_ISA_NS
 }  // namespace ag::kern
