@@ -103,19 +103,17 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: workspace is NULL but workspaceSize is %llu.", op,
                     (unsigned long long)workspaceSize);
     if (exec->empty) return ACLNN_SUCCESS;
-    if (single_use) {  // out of the registry: nobody can repoint its views any more, no copy needed
-        if (!s) return exec->run(exec->io, workspace);
-        if (!submit(*s, [exec, workspace] { return exec->run(exec->io, workspace); }))
-            return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is being destroyed.", op, stream);
-        return ACLNN_SUCCESS;
-    }
-    Executor::IO io;
-    {
+    // A repeatable executor's views may be repointed later: this launch runs on a copy taken now.
+    // A single-use one has left the registry, so nobody can repoint it: no copy.
+    const Executor::IO *io = &exec->io;
+    Executor::IO now;
+    if (!single_use) {
         std::lock_guard<std::mutex> lock(exec->mu);
-        io = exec->io;
+        now = exec->io;
+        io = &now;
     }
-    if (!s) return exec->run(io, workspace);
-    if (!submit(*s, [exec, workspace, io] { return exec->run(io, workspace); }))
+    if (!s) return exec->run(*io, workspace);
+    if (!submit(*s, [exec, workspace, io = *io] { return exec->run(io, workspace); }))
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is being destroyed.", op, stream);
     return ACLNN_SUCCESS;
 }

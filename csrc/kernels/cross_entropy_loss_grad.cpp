@@ -68,7 +68,7 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
     if (has_t) store(o + t * oc, C(elem<Mode>(pt, k, b, Mode == 2 ? w[t] : C(0)) - a));
 }
 
-// One weight as a double (a switch per call: the row constants need one per row).
+// One weight as a double (a dtype switch per call: for the row constants, one per row).
 inline double weight_at(const View &v, int64_t c) {
     double r = 1;
     dispatch_float(v.dtype, [&](auto x) { r = load<double>(reinterpret_cast<const decltype(x) *>(v.data) + c * v.stride[0]); });
@@ -105,11 +105,15 @@ void run(const CeArgs &g, const CeScan &scan) {
     C *wc = nullptr;
     if (weighted) {
         w_sum = 0;
-        for (int64_t c = 0; c < classes; ++c) w_sum += weight_at(g.weight, c);
-        if (mode == 2) {
-            wc = scratch<C>(size_t(classes));
-            for (int64_t c = 0; c < classes; ++c) wc[c] = C(weight_at(g.weight, c));
-        }
+        if (mode == 2) wc = scratch<C>(size_t(classes));
+        dispatch_float(g.weight.dtype, [&](auto x) {
+            const auto *w = reinterpret_cast<const decltype(x) *>(g.weight.data);
+            for (int64_t c = 0; c < classes; ++c) {
+                const double v = load<double>(w + c * g.weight.stride[0]);
+                w_sum += v;
+                if (wc) wc[c] = C(v);
+            }
+        });
     }
 
     // Reduction scales of the scalar-gradLoss cases. 'mean' over W = 0 (every row ignored, or

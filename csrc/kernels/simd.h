@@ -269,7 +269,7 @@ template <class O, class V> AG_INLINE void vstream(O *p, V v) {
     using C = typename elem_of<V>::type;
     constexpr int64_t B = stream_bytes<O, C>;
     alignas(64) O buf[lanes<C>];
-    vstore(buf, v);  // (converted in registers: the compiler keeps buf out of memory)
+    vstore(buf, v);  // converted as vstore converts, then streamed whole
     if constexpr (B == 64) {
 #if AG_VEC_BYTES == 64
         _mm512_stream_si512(reinterpret_cast<__m512i *>(p), _mm512_load_si512(buf));
