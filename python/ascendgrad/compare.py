@@ -475,6 +475,21 @@ def _judge_dual(x: _Arrays, b: _F64, th: Dict[str, float], level: str,
     return checks, score, m, bad
 
 
+def _top(flat: _F64, k: int) -> NDArray[np.intp]:
+    """Indices of the k largest values, largest first, ties by index (as a stable sort would
+    give them) without sorting the whole array."""
+    n = flat.size
+    if k <= 0 or n == 0:
+        return np.empty(0, dtype=np.intp)
+    if k >= n:
+        return np.argsort(-flat, kind="stable")
+    v = np.partition(flat, n - k)[n - k]  # the k-th largest
+    above = np.flatnonzero(flat > v)
+    cand = np.concatenate([above, np.flatnonzero(flat == v)[: k - above.size]])
+    out: NDArray[np.intp] = cand[np.argsort(-flat[cand], kind="stable")]
+    return out
+
+
 def compare(
     actual: ArrayLike,
     expected: ArrayLike,
@@ -519,6 +534,29 @@ def compare(
             ``benchmark``, overrides with a standard other than ``cann``, an unsupported dtype.
         TypeError: a non-numeric input.
     """
+    return _compare_scored(
+        actual, expected, standard=standard, benchmark=benchmark, level=level, dtype=dtype, rtol=rtol,
+        atol=atol, max_fraction=max_fraction, max_abs=max_abs, max_ratio=max_ratio, equal_nan=equal_nan,
+        worst=worst)[0]
+
+
+def _compare_scored(
+    actual: ArrayLike,
+    expected: ArrayLike,
+    *,
+    standard: str = DEFAULT_STANDARD,
+    benchmark: Optional[ArrayLike] = None,
+    level: Optional[str] = None,
+    dtype: Any = None,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+    max_fraction: Optional[float] = None,
+    max_abs: Optional[float] = None,
+    max_ratio: Optional[float] = None,
+    equal_nan: bool = True,
+    worst: int = 5,
+) -> Tuple[CompareReport, _F64]:
+    """:func:`compare`, and the per-element score array (for plots)."""
     if standard not in STANDARDS:
         raise ValueError(f"unknown standard {standard!r}; choose one of {', '.join(STANDARDS)}")
     overrides = {k: v for k, v in (("rtol", rtol), ("atol", atol), ("max_fraction", max_fraction),
@@ -594,7 +632,7 @@ def compare(
                for c in checks if not c.passed]
 
     flat = score.reshape(-1)
-    order = np.argsort(-flat, kind="stable")[: max(int(worst), 0)]
+    order = _top(flat, max(int(worst), 0))
     order = order[flat[order] > 0]
     shown = tuple(
         Mismatch(tuple(int(i) for i in np.unravel_index(k, a.shape)), float(a.flat[k]),
@@ -603,7 +641,7 @@ def compare(
                  int(ulp.flat[k]) if fin.flat[k] else None, float(flat[k]))
         for k in order
     )
-    return CompareReport(
+    report = CompareReport(
         passed=not reasons, dtype=dt.name, shape=tuple(a.shape), size=size, finite=n_fin,
         max_abs_err=float(np.max(err, initial=0.0)),
         mean_abs_err=float(err[fin].mean()) if n_fin else 0.0,
@@ -615,6 +653,7 @@ def compare(
         reasons=tuple(reasons), standard=standard, level=level, thresholds=th, metrics=metrics,
         checks=tuple(checks),
     )
+    return report, score
 
 
 def describe_standards() -> str:
