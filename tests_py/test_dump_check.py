@@ -422,3 +422,53 @@ def test_repro_of_a_corrupted_call_fails(copy, capsys, tmp_path):
     assert code == 1
     r = subprocess.run([sys.executable, str(tmp_path / "r" / "repro.py")], capture_output=True, text=True)
     assert r.returncode == 1 and "FAILED under cann" in r.stdout
+
+
+def test_npu_cross_entropy_loss_mapping(tmp_path, capsys):
+    """torch_npu's fused cross entropy (no NPU here: a dump written in msprobe's layout by hand,
+    its gradient from PyTorch's autograd of loss = CE + z-loss, zloss returned apart)."""
+    rank = tmp_path / "dump" / "step0" / "rank0"
+    tdir = rank / "dump_tensor_data"
+    tdir.mkdir(parents=True)
+    torch.manual_seed(3)
+    n, c, zeta = 6, 10, 0.1
+    x = torch.randn(n, c, dtype=torch.float32, requires_grad=True)
+    target = torch.randint(0, c, (n,))
+    target[0] = -100
+    m = target != -100
+    lse = torch.logsumexp(x, -1)
+    ce = torch.nn.functional.cross_entropy(x, target, reduction="mean")
+    z = zeta * (lse[m] ** 2).sum() / m.sum()
+    g_loss, g_z = torch.tensor(0.7), torch.tensor(0.3)
+    ((ce + z) * g_loss + z * g_z).backward()
+
+    def rec(name, t):
+        torch.save(t.detach(), tdir / name)
+        return {"type": "torch.Tensor", "dtype": str(t.dtype), "shape": list(t.shape), "requires_grad": False,
+                "data_name": name}
+
+    call = "NPU.npu_cross_entropy_loss.0"
+    data = {
+        f"{call}.forward": {
+            "input_args": [rec(f"{call}.forward.input.0.pt", x), rec(f"{call}.forward.input.1.pt", target)],
+            "input_kwargs": {"reduction": {"type": "str", "value": "mean"},
+                             "lse_square_scale_for_zloss": {"type": "float", "value": zeta},
+                             "return_zloss": {"type": "bool", "value": True}},
+            "output": [rec(f"{call}.forward.output.0.pt", ce + z), None, rec(f"{call}.forward.output.2.pt", z),
+                       rec(f"{call}.forward.output.3.pt", lse)]},
+        f"{call}.backward": {
+            "input": [rec(f"{call}.backward.input.0.pt", g_loss), None, rec(f"{call}.backward.input.2.pt", g_z), None],
+            "output": [rec(f"{call}.backward.output.0.pt", x.grad), None, None]},
+    }
+    (rank / "dump.json").write_text(json.dumps({"task": "tensor", "level": "L1", "framework": "pytorch",
+                                                "data": data}))
+    code, calls, *_ = verdicts(capsys, tmp_path / "dump")
+    assert code == 0 and calls[call]["verdict"] == "pass", calls
+    g = x.grad.clone()
+    g[2, 4] += 0.05
+    torch.save(g, tdir / f"{call}.backward.output.0.pt")
+    code, calls, *_ = verdicts(capsys, tmp_path / "dump")
+    assert code == 1 and calls[call]["worst"]["index"] == [2, 4]
+    code, out, err = run(capsys, tmp_path / "dump", "--repro", call, "--out", tmp_path / "r")
+    r = subprocess.run([sys.executable, str(tmp_path / "r" / "repro.py")], capture_output=True, text=True)
+    assert r.returncode == 1 and "ascendgrad kernel vs golden: PASSED" in r.stdout, r.stdout + r.stderr

@@ -837,19 +837,18 @@ golden = reference.softshrink_backward(g, x, {lambd!r})
 ours = ascendgrad.softshrink_backward(g, x, {lambd!r})''',
     "cross_entropy_loss_grad": '''g, x, target = arr("grad_loss"), arr("x"), arr("target")
 weight = arr("weight") if (HERE / "weight.npy").exists() else None
-zloss = {zloss}
-if zloss:
-    zloss["lse_for_zloss"] = reference.logsumexp(x, -1)
-    if (HERE / "grad_zloss.npy").exists():
-        zloss["grad_zloss"] = arr("grad_zloss")
+golden_z, ours_z = dict({zloss}), dict({zloss})
+if golden_z:  # the z-loss branch: lse from the logits, the z-loss's own upstream gradient if any
+    lse = reference.logsumexp(x, -1)
+    gz = arr("grad_zloss") if (HERE / "grad_zloss.npy").exists() else None
+    golden_z.update(lse_for_zloss=lse, grad_zloss=gz)
+    ours_z.update(lse_for_zloss=lse.astype(x.dtype), grad_zloss=None if gz is None else gz.astype(x.dtype))
 golden = reference.cross_entropy_loss_grad(g, reference.log_softmax(x, -1), target, weight, {reduction!r},
-                                           {ignore_index!r}, {label_smoothing!r}, **zloss)
+                                           {ignore_index!r}, {label_smoothing!r}, **golden_z)
 log_prob = reference.log_softmax(x, -1).astype(x.dtype)  # what the forward hands the kernel
-if zloss:
-    zloss["lse_for_zloss"] = zloss["lse_for_zloss"].astype(np.float32)
-    zloss["grad_zloss"] = np.asarray(zloss.get("grad_zloss", 0.0)).astype(x.dtype) if "grad_zloss" in zloss else None
 ours = ascendgrad.cross_entropy_loss_grad(g.astype(x.dtype), log_prob, target, weight, reduction={reduction!r},
-                                          ignore_index={ignore_index!r}, label_smoothing={label_smoothing!r}, **zloss)''',
+                                          ignore_index={ignore_index!r}, label_smoothing={label_smoothing!r},
+                                          **ours_z)''',
     "kl_div_backward": '''g, x, target = arr("grad_output"), arr("x"), arr("target")
 golden = reference.kl_div_backward(g, x, target, {reduction!r}, {log_target!r})
 ours = ascendgrad.kl_div_backward(g, x, target, {reduction!r}, {log_target!r})''',
