@@ -38,6 +38,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import _args
 from ._interop import asarray
 
 __all__ = ["compare", "CompareReport", "Criterion", "Mismatch", "CRITERIA", "ULP_EDGES", "ulp_distance", "load"]
@@ -231,6 +232,10 @@ def compare(
         ValueError: shapes differ, or an unsupported ``dtype``.
         TypeError: a non-numeric input.
     """
+    limits = {k: _args.optional_real(v, k) for k, v in (
+        ("rtol", rtol), ("atol", atol), ("max_fraction", max_fraction), ("max_ratio", max_ratio))}
+    equal_nan = _args.boolean(equal_nan, "equal_nan")
+    worst = _args.integer(worst, "worst")
     a_in, e_in = asarray(actual), asarray(expected)
     if a_in.shape != e_in.shape:
         raise ValueError(f"actual has shape {a_in.shape}, expected has shape {e_in.shape}")
@@ -242,9 +247,7 @@ def compare(
         e = e_in.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"cannot compare arrays of dtypes {a_in.dtype} and {e_in.dtype}") from None
-    crit = CRITERIA[dt.name]._replace(**{k: float(v) for k, v in (
-        ("rtol", rtol), ("atol", atol), ("max_fraction", max_fraction), ("max_ratio", max_ratio))
-        if v is not None})
+    crit = CRITERIA[dt.name]._replace(**{k: v for k, v in limits.items() if v is not None})
 
     a_nan, e_nan = np.isnan(a), np.isnan(e)
     a_inf, e_inf = np.isinf(a), np.isinf(e)
@@ -338,7 +341,7 @@ def load(
             arrays = {n: z[n] for n in names}
     else:
         if dt is None:
-            raise ValueError(f"{p}: a raw file needs a dtype (--dtype)")
+            raise ValueError(f"{p}: a raw file holds bytes only, not their dtype: give one (--dtype, e.g. bfloat16)")
         arrays = {"": np.fromfile(p, dtype=dt)}
     out = {}
     for name, arr in arrays.items():
@@ -360,7 +363,8 @@ def _add_arguments(p: Any) -> None:
     p.add_argument("actual", help="the result to judge: .npy, .npz or a raw dump (.bin, any other suffix)")
     p.add_argument("expected", help="the golden result, same formats")
     p.add_argument("--key", help="the array to take from .npz files (default: every name both have)")
-    p.add_argument("--dtype", help="dtype of raw files and of arrays saved as void (default bfloat16)")
+    p.add_argument("--dtype", help="dtype of raw files, required for them (a raw dump holds bytes only); also of "
+                   ".npy/.npz arrays saved as void, as NumPy saves bfloat16 (for those, default bfloat16)")
     p.add_argument("--shape", help="shape of raw files, e.g. 4,2 (default: the other file's shape)")
     p.add_argument("--compare-dtype", help="dtype whose ULPs and criterion apply (default: actual's)")
     for name in ("rtol", "atol", "max-fraction", "max-ratio"):
