@@ -215,23 +215,32 @@ def test_python_float_takes_the_dtype_numpy_scalar_keeps_its_own():
 def test_zloss_inputs_follow_the_rule(name):
     kw = valid("cross_entropy_loss_grad")
     kw[name] = np.asarray(kw[name], np.float16)
-    with pytest.raises(ascendgrad.AclnnError, match=f"{name} is float16 but log_prob is float32"):
+    # a scalar gets the rule's message; an array (lse_for_zloss is (N,)) the library's, in these names
+    message = (f"{name} is float16 but log_prob is float32: pass a Python float or a float32 value"
+               if kw[name].ndim == 0 else f"Tensor {name} expected dtype is DT_FLOAT but found DT_FLOAT16")
+    with pytest.raises(ascendgrad.AclnnError, match=re.escape(message)):
         ascendgrad.cross_entropy_loss_grad(**kw)
     kw[name] = np.asarray(kw[name], f32).tolist()  # a Python number or list: log_prob's dtype
     ascendgrad.cross_entropy_loss_grad(**kw)
 
 
-@pytest.mark.parametrize("op,a,b", [("softmax_backward", "grad_output", "output"),
-                                    ("log_sigmoid_backward", "grad_output", "x")])
+@pytest.mark.parametrize("op,a,b", [("softmax_backward", "output", "grad_output"),
+                                    ("log_sigmoid_backward", "x", "grad_output")])
 def test_same_dtype_operators_follow_the_rule(op, a, b):
-    kw = valid(op)
-    kw.pop("out")
-    kw.pop("buffer", None)
+    kw = {b: np.float32(0.5), a: np.float32(0.25)}  # 0-D: the inputs must have one shape
+    if op == "log_sigmoid_backward":
+        kw = {"grad_output": kw["grad_output"], "x": kw["x"]}
     want = getattr(ascendgrad, op)(**kw)
-    kw[a] = kw[a].tolist()  # nested Python lists take the other input's dtype
+    assert want.dtype == f32
+    kw[a] = 0.25  # a Python float takes the other input's dtype
     np.testing.assert_array_equal(getattr(ascendgrad, op)(**kw), want)
-    kw[a] = np.asarray(kw[a], ml_dtypes.bfloat16)
-    with pytest.raises(ascendgrad.AclnnError, match=f"{a} is bfloat16 but {b} is float32: pass a float32 array"):
+    kw[a] = np.float64(0.25)
+    with pytest.raises(ascendgrad.AclnnError,
+                       match=f"^aclnn\\w+: {a} is float64 but {b} is float32: pass a Python float or a float32 value"):
+        getattr(ascendgrad, op)(**kw)
+    kw[a] = np.ones((2, 3), ml_dtypes.bfloat16)  # arrays: the library's message, in these names
+    kw[b] = np.ones((2, 3), f32)
+    with pytest.raises(ascendgrad.AclnnError, match=f"Tensor {a} expected dtype is DT_FLOAT but found DT_BF16"):
         getattr(ascendgrad, op)(**kw)
 
 

@@ -101,10 +101,10 @@ NUMBER = re.compile(r"(?<![\w.])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(?![\w])")
 
 
 def shape(text):
-    """Lines with numbers and bar charts masked, consecutive repeats merged."""
+    """Lines with numbers and bar charts masked, blanks collapsed, consecutive repeats merged."""
     out = []
     for line in text.strip("\n").splitlines():
-        line = re.sub(r"#+", "#", NUMBER.sub("<n>", line.rstrip()))
+        line = " ".join(re.sub(r"#+", "#", NUMBER.sub("<n>", line)).split())  # column widths vary
         if not out or out[-1] != line:
             out.append(line)
     return out

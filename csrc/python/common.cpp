@@ -250,13 +250,14 @@ bool is_float(const py::dtype &dt) {
 void check_same_float_dtype(const char *op, const py::array &a, const char *a_name, const py::array &b,
                             const char *b_name) {
     const py::dtype da = a.dtype(), db = b.dtype();
-    if (!is_float(da) || !is_float(db) || acl_dtype(da) == acl_dtype(db)) return;
+    // a scalar only: NumPy's promotion rules are what a user may expect there (arrays get the
+    // library's message)
+    if (a.ndim() != 0 || !is_float(da) || !is_float(db) || acl_dtype(da) == acl_dtype(db)) return;
     const std::string want = py::str(db).cast<std::string>();
     throw AclnnFailure(ACLNN_ERR_PARAM_INVALID,
                        std::string(op) + ": " + a_name + " is " + py::str(da).cast<std::string>() + " but " + b_name +
-                           " is " + want + ": pass " +
-                           (a.ndim() == 0 ? "a Python float or a " + want + " value" : "a " + want + " array") +
-                           " (Python numbers and sequences take " + b_name + "'s dtype).");
+                           " is " + want + ": pass a Python float or a " + want + " value (Python numbers take " +
+                           b_name + "'s dtype, NumPy scalars keep theirs).");
 }
 
 py::array as_output(py::handle obj, const char *name) {

@@ -61,9 +61,10 @@ bool is_weak(py::handle obj);
 py::array as_input_like(py::handle obj, const char *name, const py::array &like);
 // Two inputs of which either may be a Python number or sequence: it takes the other's dtype.
 std::pair<py::array, py::array> as_input_pair(py::handle a, const char *a_name, py::handle b, const char *b_name);
-// Where an operator needs `a` in `b`'s float dtype: a typed `a` of another float dtype is
-// AclnnError 161002 saying how to pass it ("grad_loss is float64 but log_prob is float32: pass
-// a Python float or a float32 value"). Other dtypes are left to the library's checks.
+// Where an operator needs `a` in `b`'s float dtype: a typed scalar `a` (NumPy scalar, 0-D array)
+// of another float dtype is AclnnError 161002 saying how to pass it ("grad_loss is float64 but
+// log_prob is float32: pass a Python float or a float32 value"). Arrays and other dtypes are
+// left to the library's checks.
 void check_same_float_dtype(const char *op, const py::array &a, const char *a_name, const py::array &b,
                             const char *b_name);
 

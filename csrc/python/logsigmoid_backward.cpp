@@ -12,7 +12,7 @@ void bind_logsigmoid_backward(py::module_ &m, py::module_ &raw) {
         "log_sigmoid_backward",
         [](py::handle grad_output, py::handle x, py::handle buffer, py::handle out) {
             auto [g, xs] = as_input_pair(grad_output, "grad_output", x, "x");
-            check_same_float_dtype("aclnnLogSigmoidBackward", g, "grad_output", xs, "x");
+            check_same_float_dtype("aclnnLogSigmoidBackward", xs, "x", g, "grad_output");
             // The C API wants a non-NULL buffer but never reads it: x itself serves when absent.
             py::array b = buffer.is_none() ? xs : as_input(buffer, "buffer");
             py::array o = out.is_none() ? new_array(shape_of(xs), xs.dtype()) : as_output(out, "out");

@@ -13,7 +13,7 @@ void bind_softmax_backward(py::module_ &m, py::module_ &raw) {
         [](py::handle grad_output, py::handle output, py::handle dim_arg, py::handle out) {
             const int64_t dim = int_arg(dim_arg, "dim");
             auto [g, y] = as_input_pair(grad_output, "grad_output", output, "output");
-            check_same_float_dtype("aclnnSoftmaxBackward", g, "grad_output", y, "output");
+            check_same_float_dtype("aclnnSoftmaxBackward", y, "output", g, "grad_output");
             py::array o = out.is_none() ? new_array(shape_of(g), g.dtype()) : as_output(out, "out");
             TensorRef tg(g), ty(y), to(o);
             run_two_phase(
