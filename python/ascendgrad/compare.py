@@ -80,6 +80,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import _args
 from ._interop import asarray
 
 __all__ = ["compare", "CompareReport", "Check", "Criterion", "Mismatch", "Standard", "STANDARDS",
@@ -557,6 +558,10 @@ def _compare_scored(
     worst: int = 5,
 ) -> Tuple[CompareReport, _F64]:
     """:func:`compare`, and the per-element score array (for plots)."""
+    rtol, atol, max_fraction, max_abs, max_ratio = (_args.optional_real(v, k) for k, v in (
+        ("rtol", rtol), ("atol", atol), ("max_fraction", max_fraction), ("max_abs", max_abs), ("max_ratio", max_ratio)))
+    equal_nan = _args.boolean(equal_nan, "equal_nan")
+    worst = _args.integer(worst, "worst")
     if standard not in STANDARDS:
         raise ValueError(f"unknown standard {standard!r}; choose one of {', '.join(STANDARDS)}")
     overrides = {k: v for k, v in (("rtol", rtol), ("atol", atol), ("max_fraction", max_fraction),
@@ -711,7 +716,7 @@ def load(
             arrays = {n: z[n] for n in names}
     else:
         if dt is None:
-            raise ValueError(f"{p}: a raw file needs a dtype (--dtype)")
+            raise ValueError(f"{p}: a raw file holds bytes only, not their dtype: give one (--dtype, e.g. bfloat16)")
         arrays = {"": np.fromfile(p, dtype=dt)}
     out = {}
     for name, arr in arrays.items():
@@ -738,7 +743,8 @@ def _add_arguments(p: Any) -> None:
     p.add_argument("--level", choices=list(LEVELS), help="dual-benchmark level (default L0)")
     p.add_argument("--list-standards", action="store_true", help="print the standards and their thresholds")
     p.add_argument("--key", help="the array to take from .npz files (default: every name both have)")
-    p.add_argument("--dtype", help="dtype of raw files and of arrays saved as void (default bfloat16)")
+    p.add_argument("--dtype", help="dtype of raw files, required for them (a raw dump holds bytes only); also of "
+                   ".npy/.npz arrays saved as void, as NumPy saves bfloat16 (for those, default bfloat16)")
     p.add_argument("--shape", help="shape of raw files, e.g. 4,2 (default: the other file's shape)")
     p.add_argument("--compare-dtype", help="dtype whose ULPs and thresholds apply (default: actual's)")
     for name in ("rtol", "atol", "max-fraction", "max-abs", "max-ratio"):
