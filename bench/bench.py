@@ -1,9 +1,10 @@
 """Benchmark: ascendgrad against PyTorch CPU and a same-size memory copy, in one process, at one
 thread count for both libraries.
 
-For every operator x dtype (f32, f16, bf16, f64) x size (small 1x1000, medium 256x4096, large 64 MiB
-per tensor; softmax also over the middle dim of (64, 1024, 64) and over a last dim of 32000; cross
-entropy also with label smoothing) it times:
+For every operator x dtype (f32, f16, bf16, f64) x size (a sweep: 1x1000, 16x4096, 256x4096 and
+2048x4096, which sit in L1/L2/L3, then 64 MiB per tensor, and with --sweep 16384x4096 = 64 M elements;
+softmax also over the middle dim of (64, 1024, 64) and (32, 64, 4096) and over a last dim of 32000;
+cross entropy also with label smoothing) it times:
 
   ours    the NumPy call (ascendgrad.<op>)
   torch   the computation PyTorch runs for the same gradient: _softmax_backward_data;
@@ -12,18 +13,25 @@ entropy also with label smoothing) it times:
           kl_div: the ops autograd runs for F.kl_div(reduction="batchmean") (div, neg, mul)
   copy    a memory copy of the output's size: the faster of NumPy's copyto (memcpy, one thread)
           and torch's copy_ (all threads), so that fractions of it are conservative
+  alloc   np.empty of the output's shape and dtype + fill(0): what allocating and first-touching a
+          result costs (an end-to-end call should cost at most its kernel + this)
 
 in two modes (see shared notes on calibration): "kernel", every output preallocated (out=; where
 PyTorch needs temporaries they are preallocated too), and "end to end", the call allocates its
-result as users call it. Repetitions are interleaved (ours, torch, copy, ours, ...) and medians
-reported. Bandwidth = the bytes the operator must move at least (each input read once, the output
+result as users call it, timed twice: results freed after each call, and results kept alive (as a
+notebook keeps them; fresh pages every call). Repetitions are interleaved (ours, torch, copy, alloc,
+ours, ...) and medians reported. Bandwidth = the bytes the operator must move at least (each input read once, the output
 written once) / kernel time, as a fraction of the copy's (bytes read + written) / time.
+
+Every ISA path the CPU has runs side by side (one process each: ASCENDGRAD_ISA=baseline|avx2|...
+for ours, ATEN_CPU_CAPABILITY=default|avx2|avx512 for PyTorch's matching kernels); each row records
+the CPU model, the ISA path and the thread count, and RESULTS.md has one table per path.
 
 Also the per-call overhead on a tiny tensor (1 x 8 float32): the NumPy call, and the two-phase C
 call (bench/overhead.cpp, built with the C++ compiler against the installed package).
 
     pip install '.[bench]'
-    python bench/bench.py [--threads N] [--reps 7] [--quick] [--out DIR]
+    python bench/bench.py [--threads N] [--reps 7] [--quick | --sweep] [--isa all|best|NAME] [--out DIR]
 
 writes DIR/RESULTS.md (the tables and the machine), DIR/results.json and DIR/results.png
 (bandwidth fraction of the large sizes per operator and dtype; needs matplotlib).
@@ -77,6 +85,8 @@ class Case:
     ours_e: object
     torch_k: object = None
     torch_e: object = None
+    out_shape: tuple = ()
+    out_dtype: object = None
 
 
 @dataclass
@@ -91,13 +101,22 @@ class Row:
     copy_ms: float
     bytes_moved: int
     copy_bytes: int
+    alloc_ms: float = 0.0  # np.empty + fill(0) of the output, interleaved with the e2e calls
+    ours_keep_ms: float = 0.0  # end to end with every result kept alive
+    torch_keep_ms: float | None = None
+    alloc_keep_ms: float = 0.0
+    cpu: str = ""
+    isa: str = ""
+    threads: int = 0
     speedup: float | None = field(default=None)
     speedup_e2e: float | None = field(default=None)
+    speedup_keep: float | None = field(default=None)
     bw_fraction: float = 0.0
 
     def finish(self):
         self.speedup = None if self.torch_ms is None else self.torch_ms / self.ours_ms
         self.speedup_e2e = None if self.torch_e2e_ms is None else self.torch_e2e_ms / self.ours_e2e_ms
+        self.speedup_keep = None if self.torch_keep_ms is None else self.torch_keep_ms / self.ours_keep_ms
         copy_bw = 2 * self.copy_bytes / self.copy_ms
         self.bw_fraction = (self.bytes_moved / self.ours_ms) / copy_bw
         return self
@@ -128,13 +147,17 @@ def rand(shape, dt, kind, seed):
     return a.astype(dt)
 
 
-def sizes(dname, quick):
-    """(name, shape) of the 2-D sizes; the large one holds LARGE_BYTES per tensor."""
-    out = [("1x1000", (1, 1000)), ("256x4096", (256, 4096))]
-    if not quick:
-        rows = LARGE_BYTES // (4096 * np.dtype(DTYPES[dname]).itemsize)
-        out.append((f"{rows}x4096", (rows, 4096)))
-    return out
+def sizes(dname, quick, sweep=False):
+    """(name, shape) of the 2-D sizes: L1/L2/L3-resident ones, then LARGE_BYTES per tensor (and 64 M
+    elements with sweep)."""
+    if quick:
+        return [("1x1000", (1, 1000)), ("256x4096", (256, 4096))]
+    rows = LARGE_BYTES // (4096 * np.dtype(DTYPES[dname]).itemsize)
+    out = [("1x1000", (1, 1000)), ("16x4096", (16, 4096)), ("256x4096", (256, 4096)), ("2048x4096", (2048, 4096)),
+           (f"{rows}x4096", (rows, 4096))]
+    if sweep:
+        out.append(("16384x4096", (16384, 4096)))
+    return list(dict.fromkeys(out))
 
 
 def guarded(fn):
@@ -157,6 +180,7 @@ def softmax_case(dname, name, shape, dim):
     c = Case("softmax_backward", name, dname, 3 * g.nbytes, g.nbytes,
              lambda: ascendgrad.softmax_backward(g, y, dim, out=out),
              lambda: ascendgrad.softmax_backward(g, y, dim))
+    c.out_shape, c.out_dtype = out.shape, out.dtype
     if torch is not None:
         tg, ty, to, tdt = to_torch(g), to_torch(y), to_torch(out).clone(), torch_dtype(dt)
         c.torch_k = guarded(lambda: torch.ops.aten._softmax_backward_data.out(tg, ty, dim, tdt, grad_input=to))
@@ -171,6 +195,7 @@ def logsigmoid_case(dname, name, shape):
     c = Case("log_sigmoid_backward", name, dname, 3 * g.nbytes, g.nbytes,
              lambda: ascendgrad.log_sigmoid_backward(g, x, out=out),
              lambda: ascendgrad.log_sigmoid_backward(g, x))
+    c.out_shape, c.out_dtype = out.shape, out.dtype
     if torch is not None:
         tg, tx, to = to_torch(g), to_torch(x), to_torch(out).clone()
         buf = guarded(lambda: torch.ops.aten.log_sigmoid_forward(tx)) and torch.ops.aten.log_sigmoid_forward(tx)[1]
@@ -187,6 +212,7 @@ def softshrink_case(dname, name, shape):
     c = Case("softshrink_backward", name, dname, 3 * g.nbytes, g.nbytes,
              lambda: ascendgrad.softshrink_backward(g, x, 0.5, out=out),
              lambda: ascendgrad.softshrink_backward(g, x, 0.5))
+    c.out_shape, c.out_dtype = out.shape, out.dtype
     if torch is not None:
         tg, tx, to = to_torch(g), to_torch(x), to_torch(out).clone()
         c.torch_k = guarded(lambda: torch.ops.aten.softshrink_backward.grad_input(tg, tx, 0.5, grad_input=to))
@@ -206,6 +232,7 @@ def cross_entropy_case(dname, name, shape, eps):
     c = Case("cross_entropy_loss_grad", name + label, dname, 2 * lp.nbytes + target.nbytes, lp.nbytes,
              lambda: ascendgrad.cross_entropy_loss_grad(gl, lp, target, label_smoothing=eps, out=out),
              lambda: ascendgrad.cross_entropy_loss_grad(gl, lp, target, label_smoothing=eps))
+    c.out_shape, c.out_dtype = out.shape, out.dtype
     if torch is None:
         return c
     tlp, tt, tgl, tdt = to_torch(lp), torch.from_numpy(target), to_torch(gl), torch_dtype(dt)
@@ -259,6 +286,7 @@ def kl_div_case(dname, name, shape):
     c = Case("kl_div_backward", name, dname, 2 * x.nbytes, x.nbytes,
              lambda: ascendgrad.kl_div_backward(g, x, t, "batchmean", out=out),
              lambda: ascendgrad.kl_div_backward(g, x, t, "batchmean"))
+    c.out_shape, c.out_dtype = out.shape, out.dtype
     if torch is None:
         return c
     # autograd of F.kl_div(x, t, reduction="batchmean"): div (by N), expand, neg, mul
@@ -274,10 +302,10 @@ def kl_div_case(dname, name, shape):
     return c
 
 
-def cases(quick):
+def cases(quick, sweep=False):
     """Makers of every case, built one at a time (the large ones hold 3-5 tensors of 64 MiB)."""
     for dname in DTYPES:
-        for name, shape in sizes(dname, quick):
+        for name, shape in sizes(dname, quick, sweep):
             yield partial(softmax_case, dname, name, shape, 1)
             yield partial(logsigmoid_case, dname, name, shape)
             yield partial(softshrink_case, dname, name, shape)
@@ -286,6 +314,7 @@ def cases(quick):
             yield partial(kl_div_case, dname, name, shape)
         if not quick:
             yield partial(softmax_case, dname, "64x1024x64 dim 1", (64, 1024, 64), 1)
+            yield partial(softmax_case, dname, "32x64x4096 dim 1", (32, 64, 4096), 1)
             yield partial(softmax_case, dname, "512x32000", (512, 32000), 1)
 
 
@@ -303,8 +332,10 @@ def copies(nbytes):
     return fns
 
 
-def time_interleaved(fns, reps):
+def time_interleaved(fns, reps, keep=False):
+    """Median ms of each fn, calls interleaved; keep: every result kept alive until all are timed."""
     times = [[] for _ in fns]
+    kept = []
     for f in fns:
         if f:
             f()  # warm up: first touch, caches
@@ -316,17 +347,34 @@ def time_interleaved(fns, reps):
                 # that they do not take the cores from the call being timed
                 time.sleep(PAUSE_S)
                 t0 = time.perf_counter()
-                f()
+                r = f()
                 times[i].append(time.perf_counter() - t0)
+                if keep:
+                    kept.append(r)
+                del r
+    del kept
     return [statistics.median(t) * 1e3 if t else None for t in times]
 
 
-def run_case(c: Case, reps):
-    fns = [c.ours_k, c.torch_k, c.ours_e, c.torch_e] + copies(c.copy_bytes)
+def alloc_fill(shape, dtype):
+    def f():
+        a = np.empty(shape, dtype)
+        a.fill(0)
+        return a
+
+    return f
+
+
+def run_case(c: Case, reps, env):
+    alloc = alloc_fill(c.out_shape, c.out_dtype)
+    fns = [c.ours_k, c.torch_k, c.ours_e, c.torch_e, alloc] + copies(c.copy_bytes)
     # small problems: more repetitions, so that medians settle
     r = reps if c.copy_bytes > (1 << 20) else max(reps, 51)
-    ok, tk, oe, te, *cp = time_interleaved(fns, r)
-    return Row(c.op, c.case, c.dtype, ok, tk, oe, te, min(cp), c.bytes_moved, c.copy_bytes).finish()
+    ok, tk, oe, te, al, *cp = time_interleaved(fns, r)
+    # end to end again with every result kept alive (fresh pages each call)
+    ke, kt, ka = time_interleaved([c.ours_e, c.torch_e, alloc], min(r, 11), keep=True)
+    return Row(c.op, c.case, c.dtype, ok, tk, oe, te, min(cp), c.bytes_moved, c.copy_bytes, al, ke, kt, ka,
+               **env).finish()
 
 
 def per_call_us(fn, calls=5000, rounds=7):
@@ -392,6 +440,7 @@ def machine(threads):
         "cores": os.cpu_count(),
         "threads": threads,
         "kernel_isa": _core.kernel_isa() if hasattr(_core, "kernel_isa") else "?",
+        "torch_capability": torch.backends.cpu.get_cpu_capability() if torch else None,
         "torch": torch.__version__ if torch else None,
         "numpy": np.__version__,
         "python": platform.python_version(),
@@ -404,66 +453,93 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
-def markdown(rows, info, over, cover, reps):
+def table(rows):
     out = [
-        f"Machine: {info['cpu']}, {info['cores']} cores; {info['threads']} threads for both libraries; "
-        f"kernels dispatched: {info['kernel_isa']}; PyTorch {info['torch'] or 'absent'}, NumPy {info['numpy']}; "
-        f"{info['date']}; load average {info['load_before'][0]:.2f} before, {info['load_after'][0]:.2f} after; "
-        f"medians of {reps} interleaved repetitions (51 for sizes under 1 MiB).",
-        "",
-        "Kernel: outputs preallocated (`out=`); end to end: the call allocates its result. Speed-up = "
-        "PyTorch time / ours. Bandwidth = least bytes moved / kernel time, as a fraction of a same-size copy's.",
-        "",
         "| operator | case | dtype | kernel: ours (ms) | PyTorch (ms) | speed-up | bandwidth vs copy "
-        "| end to end: ours (ms) | PyTorch (ms) | speed-up |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| end to end: ours (ms) | PyTorch (ms) | speed-up | alloc+fill (ms) | results kept: ours (ms) "
+        "| PyTorch (ms) | speed-up | alloc+fill (ms) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         out.append(f"| {r.op} | {r.case} | {r.dtype} | {r.ours_ms:.4f} | {fmt(r.torch_ms, '.4f')} | "
                    f"{fmt(r.speedup, '.2f')}x | {r.bw_fraction:.0%} | {r.ours_e2e_ms:.4f} | "
-                   f"{fmt(r.torch_e2e_ms, '.4f')} | {fmt(r.speedup_e2e, '.2f')}x |")
-    out += ["", "Per-call overhead, 1 x 8 float32 (µs per call):", "",
+                   f"{fmt(r.torch_e2e_ms, '.4f')} | {fmt(r.speedup_e2e, '.2f')}x | {r.alloc_ms:.4f} | "
+                   f"{r.ours_keep_ms:.4f} | {fmt(r.torch_keep_ms, '.4f')} | {fmt(r.speedup_keep, '.2f')}x | "
+                   f"{r.alloc_keep_ms:.4f} |")
+    return out
+
+
+def markdown(runs, over, cover, reps):
+    """runs: [(info, rows)], one per ISA path."""
+    info0 = runs[0][0]
+    out = [
+        f"Machine: {info0['cpu']}, {info0['cores']} cores; {info0['threads']} threads for both libraries; "
+        f"PyTorch {info0['torch'] or 'absent'}, NumPy {info0['numpy']}; {info0['date']}; "
+        f"medians of {reps} interleaved repetitions (51 for sizes under 1 MiB; results kept alive: up to 11).",
+        "",
+        "Kernel: outputs preallocated (`out=`); end to end: the call allocates its result (freed after each "
+        "call, or kept alive). Speed-up = PyTorch time / ours. Bandwidth = least bytes moved / kernel time, "
+        "as a fraction of a same-size copy's. alloc+fill = `np.empty` of the output + `fill(0)`, interleaved.",
+    ]
+    for info, rows in runs:
+        out += ["", f"### ISA path {info['kernel_isa']} (PyTorch capability {info['torch_capability']}) on "
+                f"{info['cpu']}, {info['threads']} threads; load average {info['load_before'][0]:.2f} before, "
+                f"{info['load_after'][0]:.2f} after", ""]
+        out += table(rows)
+        out += targets(rows)
+    out += ["", f"Per-call overhead, 1 x 8 float32 (µs per call; ISA path {runs[-1][0]['kernel_isa']}):", "",
             "| operator | NumPy call | NumPy call, out= | two-phase C call |", "|---|---:|---:|---:|"]
     for op, v in over.items():
         c = "-" if cover is None else f"{cover[op] / 1e3:.3f}"
         out.append(f"| {op} | {v['alloc_us']:.2f} | {v['out_us']:.2f} | {c} |")
-    out += targets(rows, over, cover)
+    out += overhead_targets(over, cover)
     return "\n".join(out) + "\n"
 
 
 FUSED = ("cross_entropy_loss_grad", "kl_div_backward")
+ELEMENTWISE = ("log_sigmoid_backward", "softshrink_backward")
 
 
 def is_large(r):
-    """The 64 MiB sizes and softmax's two extra shapes (not the small and medium ones)."""
-    return not r.case.startswith(("1x1000", "256x4096"))  # the loss gradients PyTorch runs in several ops
+    """The 64 MiB sizes and beyond (not the cache-resident ones)."""
+    m = re.match(r"(\d+)x4096$", r.case)
+    return m is not None and int(m.group(1)) * 4096 * np.dtype(DTYPES[r.dtype]).itemsize >= LARGE_BYTES
 
 
-def targets(rows, over, cover):
-    """Markdown lines checking the targets: large sizes of f32/f16/bf16 at >= 1.0x PyTorch (fused
-    losses >= 2x) and >= 70% (f32) / 60% (half types) of the copy bandwidth; a tiny NumPy call
-    <= 5 us, a two-phase C call <= 1 us."""
+def targets(rows):
+    """Markdown lines checking the targets on one ISA path: every f32/f16/bf16 row >= 1.0x PyTorch
+    (fused losses >= 1.5x), kernel and end to end; large f32 elementwise >= 80% of the copy bandwidth;
+    end to end <= kernel + alloc+fill (10% margin for timing noise)."""
     short = []
     for r in rows:
-        if not is_large(r) or r.dtype == "f64":
+        if r.dtype == "f64":
             continue
-        need = 2.0 if r.op in FUSED else 1.0
-        if r.speedup is not None and r.speedup < need:
-            short.append(f"{r.op} {r.case} {r.dtype}: {r.speedup:.2f}x PyTorch (target {need:.1f}x)")
-        bw = 0.7 if r.dtype == "f32" else 0.6
-        if r.bw_fraction < bw:
-            short.append(f"{r.op} {r.case} {r.dtype}: {r.bw_fraction:.0%} of the copy bandwidth (target {bw:.0%})")
+        need = 1.5 if r.op in FUSED else 1.0
+        for what, v in (("kernel", r.speedup), ("end to end", r.speedup_e2e), ("kept alive", r.speedup_keep)):
+            if v is not None and v < need:
+                short.append(f"{r.op} {r.case} {r.dtype}, {what}: {v:.2f}x PyTorch (target {need:.1f}x)")
+        if r.op in ELEMENTWISE and r.dtype == "f32" and is_large(r) and r.bw_fraction < 0.8:
+            short.append(f"{r.op} {r.case} {r.dtype}: {r.bw_fraction:.0%} of the copy bandwidth (target 80%)")
+        if r.ours_e2e_ms > 1.1 * (r.ours_ms + r.alloc_ms) and r.ours_e2e_ms - r.ours_ms - r.alloc_ms > 0.005:
+            short.append(f"{r.op} {r.case} {r.dtype}: end to end {r.ours_e2e_ms:.3f} ms > kernel {r.ours_ms:.3f} "
+                         f"+ alloc+fill {r.alloc_ms:.3f} ms")
+    head = "Targets (f32/f16/bf16: >= 1.0x PyTorch, fused losses >= 1.5x, kernel and end to end; large f32 " \
+           "elementwise >= 80% of the copy bandwidth; end to end <= kernel + alloc+fill): "
+    if not short:
+        return ["", head + "all met in this run."]
+    return ["", head + f"{len(short)} short in this run:", ""] + [f"- {x}" for x in short]
+
+
+def overhead_targets(over, cover):
+    short = []
     for op, v in over.items():
         worst = max(v["alloc_us"], v["out_us"])
         if worst > 5:
             short.append(f"{op}: NumPy call {worst:.2f} us (target 5 us)")
         if cover is not None and cover[op] > 1000:
             short.append(f"{op}: two-phase C call {cover[op] / 1e3:.3f} us (target 1 us)")
-    head = ["", "Targets (large sizes, f32/f16/bf16: >= 1.0x PyTorch, fused losses >= 2x; >= 70% of the copy "
-            "bandwidth for f32, 60% for half types; tiny NumPy call <= 5 us, C call <= 1 us): "]
-    if not short:
-        return head[:1] + [head[1] + "all met in this run."]
-    return head[:1] + [head[1] + f"{len(short)} short in this run:", ""] + [f"- {x}" for x in short]
+    head = "Per-call targets (tiny NumPy call <= 5 us, C call <= 1 us): "
+    return ["", head + ("all met in this run." if not short else "; ".join(short))]
 
 
 def chart(rows, path):
@@ -498,44 +574,97 @@ def chart(rows, path):
     return True
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=0, help="threads for both libraries (default: all cores)")
-    p.add_argument("--reps", type=int, default=7)
-    p.add_argument("--quick", action="store_true", help="small and medium sizes only")
-    p.add_argument("--out", default=None, help="folder for RESULTS.md, results.json, results.png")
-    p.add_argument("--only", default=None, metavar="REGEX",
-                   help="only the cases whose 'operator case dtype' matches (e.g. 'softmax.*bf16')")
-    args = p.parse_args(argv)
+# Our ISA paths in order, and PyTorch's matching ATEN_CPU_CAPABILITY.
+ISA_ORDER = ("baseline", "avx2", "avx512")
+TORCH_CAPABILITY = {"baseline": "default", "avx2": "avx2", "avx512": "avx512"}
 
+
+def isa_paths():
+    """Every ISA path this CPU runs, best last (the process must not be limited by ASCENDGRAD_ISA)."""
+    best = _core.kernel_isa() if hasattr(_core, "kernel_isa") else "baseline"
+    if best in ISA_ORDER:
+        return list(ISA_ORDER[: ISA_ORDER.index(best) + 1])
+    return ["baseline", best]
+
+
+def run_one(args):
+    """This process's ISA path: (info, rows)."""
     ascendgrad.set_num_threads(args.threads)
     threads = ascendgrad.get_num_threads()
     if torch is not None:
         torch.set_num_threads(threads)
     info = machine(threads)
+    env = {"cpu": info["cpu"], "isa": info["kernel_isa"], "threads": threads}
     rows = []
-    for make in cases(args.quick):
+    for make in cases(args.quick, args.sweep):
         c = make()
         if args.only and not re.search(args.only, f"{c.op} {c.case} {c.dtype}"):
             continue
-        rows.append(run_case(c, args.reps))
+        rows.append(run_case(c, args.reps, env))
         r = rows[-1]
-        print(f"{r.op:24s} {r.case:18s} {r.dtype:4s} ours {r.ours_ms:9.4f} ms  torch {fmt(r.torch_ms, '9.4f')} ms  "
-              f"x{fmt(r.speedup, '.2f')}  bw {r.bw_fraction:4.0%}  e2e x{fmt(r.speedup_e2e, '.2f')}", flush=True)
+        print(f"{r.isa:8s} {r.op:24s} {r.case:18s} {r.dtype:4s} ours {r.ours_ms:9.4f} ms  torch "
+              f"{fmt(r.torch_ms, '9.4f')} ms  x{fmt(r.speedup, '.2f')}  bw {r.bw_fraction:4.0%}  "
+              f"e2e x{fmt(r.speedup_e2e, '.2f')}  kept x{fmt(r.speedup_keep, '.2f')}", flush=True)
         del c
         gc.collect()
+    info["load_after"] = os.getloadavg()
+    return info, rows
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", type=int, default=0, help="threads for both libraries (default: all cores)")
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--quick", action="store_true", help="small and medium sizes only")
+    p.add_argument("--sweep", action="store_true", help="also 64 M elements per tensor (16384x4096)")
+    p.add_argument("--isa", default="all",
+                   help="ISA paths: all (every one this CPU has, one process each), best (this process's), "
+                        "or one name (baseline, avx2, avx512)")
+    p.add_argument("--out", default=None, help="folder for RESULTS.md, results.json, results.png")
+    p.add_argument("--only", default=None, metavar="REGEX",
+                   help="only the cases whose 'operator case dtype' matches (e.g. 'softmax.*bf16')")
+    p.add_argument("--rows-json", default=None, help=argparse.SUPPRESS)  # a child's (info, rows)
+    args = p.parse_args(argv)
+
+    if args.isa == "best" or args.rows_json:
+        runs = [run_one(args)]
+    else:
+        paths = isa_paths() if args.isa == "all" else [args.isa]
+        runs = []
+        with tempfile.TemporaryDirectory() as d:
+            for isa in paths:
+                # one process per path: PyTorch reads ATEN_CPU_CAPABILITY once, at import
+                env = dict(os.environ, ASCENDGRAD_ISA=isa)
+                if isa in TORCH_CAPABILITY:
+                    env["ATEN_CPU_CAPABILITY"] = TORCH_CAPABILITY[isa]
+                child = list(argv)
+                for opt in ("--out", "--isa"):  # the parent writes; the child runs its own path
+                    if opt in child:
+                        i = child.index(opt)
+                        del child[i:i + 2]
+                j = os.path.join(d, f"{isa}.json")
+                subprocess.run([sys.executable, str(Path(__file__).resolve()), *child, "--isa", "best",
+                                "--rows-json", j], env=env, check=True)
+                data = json.loads(Path(j).read_text())
+                runs.append((data["machine"], [Row(**r) for r in data["rows"]]))
+    if args.rows_json:
+        info, rows = runs[0]
+        Path(args.rows_json).write_text(json.dumps({"machine": info, "rows": [asdict(r) for r in rows]}))
+        return
     over = numpy_overhead()
     cover = c_overhead()
-    info["load_after"] = os.getloadavg()
-    text = markdown(rows, info, over, cover, args.reps)
+    text = markdown(runs, over, cover, args.reps)
     print(text)
     if args.out:
         d = Path(args.out)
         d.mkdir(parents=True, exist_ok=True)
         (d / "RESULTS.md").write_text("# Benchmark results\n\n" + text)
-        (d / "results.json").write_text(json.dumps({"machine": info, "rows": [asdict(r) for r in rows],
+        info = dict(runs[-1][0], isa_paths=[i["kernel_isa"] for i, _ in runs])
+        rows = [asdict(r) for _, rs in runs for r in rs]
+        (d / "results.json").write_text(json.dumps({"machine": info, "rows": rows,
                                                     "numpy_overhead_us": over, "c_overhead_ns": cover}, indent=1))
-        chart(rows, d / "results.png")
+        chart(runs[-1][1], d / "results.png")
 
 
 if __name__ == "__main__":
