@@ -15,7 +15,7 @@ inline namespace AG_ISA_NS {
 namespace {
 
 constexpr int kLanes = 16;  // partial sums of a line: one float vector, two double vectors
-constexpr int64_t kMaxW = 256;  // columns per block of a reduction over an outer dim
+constexpr int64_t kMaxW = 1024;  // columns per block of a reduction over an outer dim (longer runs per row: the prefetchers follow them)
 
 // A line: n elements at element steps sg, sy, so along dim (all 1 for contiguous lines).
 template <class T, class O>
