@@ -1,6 +1,8 @@
 """Command line: ``python -m ascendgrad check`` proves every kernel against finite differences;
 ``python -m ascendgrad compare ACTUAL EXPECTED`` judges a result against the golden one;
-``--include-dir``, ``--libdir`` and ``--cmake-dir`` locate the C library for C/C++ builds."""
+``python -m ascendgrad golden`` makes golden data for operator tests and judges a device's
+output (:mod:`ascendgrad.golden`); ``--include-dir``, ``--libdir`` and ``--cmake-dir`` locate
+the C library for C/C++ builds."""
 
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     _check.add_arguments(c)
     _add_arguments(sub.add_parser(
         "compare", help="compare a result with the golden one (.npy/.npz/raw); exit 1 when it fails"))
+    from . import golden
+
+    golden.add_arguments(sub.add_parser(
+        "golden", help="golden data from shapes or a CANN ATK case file; --check judges a device's output"))
     return p
 
 
@@ -48,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         from .compare import _run
 
         return _run(args)
+    if args.command == "golden":
+        from . import golden
+
+        return golden.run(args)
     _parser().print_help()
     return 0
 
