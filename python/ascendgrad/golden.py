@@ -546,8 +546,9 @@ def _default_tensors(op: str, shapes: Sequence[Tuple[int, ...]], dt: np.dtype, a
     if op == "kl_div_backward":
         t = shapes[1] if len(shapes) > 1 else s0
         red = attrs.get("reduction", "mean")
-        g = shapes[2] if len(shapes) > 2 else (tuple(np.broadcast_shapes(s0, t)) if red in ("none", 0) else ())
-        return {"grad_output": (g, dt, dist), "x": (s0, dt, dist), "target": (t, dt, dist)}
+        gs: Tuple[int, ...] = shapes[2] if len(shapes) > 2 else (
+            tuple(np.broadcast_shapes(s0, t)) if red in ("none", 0) else ())
+        return {"grad_output": (gs, dt, dist), "x": (s0, dt, dist), "target": (t, dt, dist)}
     names = [a.name for a in spec.args if a.kind == "tensor"]
     if op == "softshrink_backward":  # grad_output first, x second (they may broadcast)
         return {"grad_output": (s0, dt, dist), "x": (shapes[1] if len(shapes) > 1 else s0, dt, dist)}
@@ -1050,8 +1051,8 @@ def kl_div_loss_grad_golden(grad: NDArray[Any], input_: NDArray[Any], target: ND
     red = _KL_NAMES.get(reduction, reduction) if isinstance(reduction, int) else reduction
     size = np.size(input_)
     scale = {"mean": 1.0 / max(size, 1), "batchmean": 1.0 / max(np.shape(input_)[0] if np.ndim(input_) else 1, 1)}
-    g = np.asarray(grad, np.float64) * scale.get(red, 1.0)
     _ref._kl_reduction(red)  # an unknown name raises here
+    g = np.asarray(grad, np.float64) * scale.get(str(red), 1.0)
     x = np.broadcast_to(np.asarray(input_), shape)
     return _out(_ref.kl_div_backward(g, x, target, "sum", log_target), input_)
 
