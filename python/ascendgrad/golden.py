@@ -399,8 +399,26 @@ def _round_bf16(x: NDArray[np.float64]) -> NDArray[Any]:
     return f.astype(BF16)
 
 
+def _round_f16(x: NDArray[np.float64]) -> NDArray[Any]:
+    """float64 → float16; results below the smallest normal (2^-14) are built from their bits,
+    round(|x|·2^24) (exact scaling, ties to even), as NumPy's cast takes ~100x longer on them."""
+    small = np.abs(x) < 2.0**-14  # False for NaN
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.where(small, 0.0, x).astype(np.float16)
+    if small.any():
+        m = np.where(small, np.rint(np.abs(x) * 2.0**24), 0.0).astype(np.uint16)
+        bits = m | (np.signbit(x).astype(np.uint16) << np.uint16(15))
+        out.view(np.uint16)[small] = bits[small]
+    return out
+
+
 def _round_to(x: NDArray[np.float64], dt: np.dtype) -> NDArray[Any]:
-    return _round_bf16(x) if dt == BF16 else x.astype(dt)
+    if dt == BF16:
+        return _round_bf16(x)
+    if dt == np.float16:
+        return _round_f16(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x.astype(dt)
 
 
 def _slices(n: int, step: int) -> Iterator[slice]:
@@ -472,15 +490,24 @@ def _reference_slices(op: str, inputs: Dict[str, NDArray[Any]], attrs: Dict[str,
 
 
 def _agree(kernel: NDArray[Any], golden: NDArray[Any], standard: Optional[str]) -> Optional[CompareReport]:
-    """None when the kernel's result agrees with the golden; else the failing report. Elements
-    within the dtype's rtol/atol (or equal, NaN included) are checked in one pass; only when
-    some are not does the full comparison under the standard decide."""
+    """None when the kernel's result agrees with the golden; else the failing report.
+
+    A quick pass first, with the default standard's table (:data:`compare.CRITERIA`): every
+    element within atol + rtol·|golden| (or equal, NaN included), or the few that are not (at
+    most half the allowed share) all within its max abs error, is agreement. Anything else is
+    decided by :func:`compare` under the standard."""
     crit = CRITERIA.get(golden.dtype.name, CRITERIA["float64"])
     k, g = kernel.astype(np.float64), golden.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        ok = (np.abs(k - g) <= crit.atol + crit.rtol * np.abs(g)) | (k == g) | (np.isnan(k) & np.isnan(g))
+        err = np.abs(k - g)
+        ok = (err <= crit.atol + crit.rtol * np.abs(g)) | (k == g) | (np.isnan(k) & np.isnan(g))
     if ok.all():
         return None
+    max_abs = getattr(crit, "max_abs", None)
+    if standard is None and max_abs is not None:
+        off = err[~ok]
+        if off.size <= ok.size * crit.max_fraction / 2 and bool(np.all(off <= max_abs)):  # NaN is not <=
+            return None
     rep = _judge(kernel, golden, standard)
     return None if rep else rep
 
@@ -1133,7 +1160,7 @@ def _run_cases(args: Any) -> int:
     written = 0
     t0 = time.perf_counter()
     it = cases_from_atk(args.cases, seed=args.seed, filter=args.filter or None,
-                        max_case_bytes=int(args.max_case_gib * 2**30), standard=args.standard)
+                        max_case_bytes=int(args.max_case_gib * 2**30))
     k = 0
     while True:
         try:
@@ -1220,8 +1247,7 @@ def run(args: Any) -> int:
             return 2
         shapes = [_shape_arg(s) or () for s in args.shape] or [()]
         case = make_case(args.op, shapes, args.dtype, seed=args.seed, range=tuple(args.range) if args.range else None,
-                         optional=args.optional, ignore_fraction=args.ignore_fraction, standard=args.standard,
-                         **attrs)
+                         optional=args.optional, ignore_fraction=args.ignore_fraction, **attrs)
         path = write_case(case, os.path.join(args.out, case.folder))
         print(f"{path}: {', '.join(f'{k} {a.dtype.name}{list(a.shape)}' for k, a in {**case.inputs, **case.outputs}.items())}")
         return 0
