@@ -400,6 +400,15 @@ def test_check_self_passes_and_names_corruptions(tmp_path, capsys):
             assert "missing" in text
     rep = G.check(out, corrupt(victim, "element"), standard="cann")
     assert not rep and rep.failed == [victim] and rep.exit_code == 1
+    for std in ("cann-v1", "msprobe"):
+        rep = G.check(out, corrupt(victim, "element"), standard=std)
+        assert rep.exit_code == 1 and rep.failed == [victim], std
+        assert G.check(out, out, standard=std)
+    # dual benchmark: the device against a third-party result in the same layout
+    assert main(["golden", "--check", str(out), "--actual", str(out), "--standard", "dual-benchmark",
+                 "--benchmark", str(out)]) == 0
+    assert main(["golden", "--check", str(out), "--actual", str(out), "--standard", "dual-benchmark"]) == 2
+    assert main(["golden", "--check", str(out), "--actual", str(out), "--standard", "nonsense"]) == 2
     assert main(["golden", "--check", str(tmp_path / "nothing"), "--actual", str(out)]) == 2
 
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import inspect
 import json
 import math
 import os
@@ -932,11 +931,13 @@ def load_case(dir: PathLike) -> Case:
 # judging a device's output
 
 
-def _judge(actual: NDArray[Any], golden: NDArray[Any], standard: Optional[str]) -> CompareReport:
-    """The comparison under a named precision standard (None: compare's default)."""
-    if standard is None or "standard" not in inspect.signature(compare).parameters:
-        return compare(actual, golden, dtype=golden.dtype)
-    return compare(actual, golden, dtype=golden.dtype, standard=standard)  # type: ignore[call-arg]
+def _judge(actual: NDArray[Any], golden: NDArray[Any], standard: Optional[str], **extra: Any) -> CompareReport:
+    """The comparison under a named precision standard (None: compare's default); `extra`:
+    the benchmark result and level of the dual-benchmark standard."""
+    with np.errstate(invalid="ignore"):  # casting a bfloat16 NaN warns
+        if standard is None:
+            return compare(actual, golden, dtype=golden.dtype)
+        return compare(actual, golden, dtype=golden.dtype, standard=standard, **extra)
 
 
 @dataclasses.dataclass
@@ -1007,15 +1008,19 @@ def _case_folders(golden_dir: str) -> List[str]:
                   if not d.endswith(".partial") and os.path.isfile(os.path.join(golden_dir, d, "manifest.json")))
 
 
-def check(golden_dir: PathLike, actual_dir: PathLike, standard: str = "cann") -> CheckReport:
+def check(golden_dir: PathLike, actual_dir: PathLike, standard: str = "cann", *,
+          benchmark_dir: Optional[PathLike] = None, level: Optional[str] = None) -> CheckReport:
     """Judge a device's outputs against the goldens, case by case.
 
     `golden_dir` holds case folders (or is one); `actual_dir` has the same folders with each
     output as ``NAME.bin`` (raw, the manifest's dtype and shape) or ``NAME.npy``. Each output is
-    compared under the named standard. Missing, truncated or mistyped files make a case's
-    verdict 'error' (exit code 2), naming the file. Raises FileNotFoundError when `golden_dir`
-    holds no case.
+    compared under the named standard (``dual-benchmark`` also reads the third-party chip's
+    outputs from `benchmark_dir`, same layout, and takes `level`). Missing, truncated or
+    mistyped files make a case's verdict 'error' (exit code 2), naming the file. Raises
+    FileNotFoundError when `golden_dir` holds no case, ValueError for an unknown standard.
     """
+    if standard == "dual-benchmark" and benchmark_dir is None:
+        raise ValueError("the dual-benchmark standard needs the third-party outputs (benchmark_dir, --benchmark)")
     g_root, a_root = os.fspath(golden_dir), os.fspath(actual_dir)
     folders = _case_folders(g_root) if os.path.isdir(g_root) else []
     if not folders:
@@ -1032,7 +1037,11 @@ def check(golden_dir: PathLike, actual_dir: PathLike, standard: str = "cann") ->
             for e in m["outputs"]:
                 gold = _read_tensor(g_case, e)
                 act = _read_tensor(a_case, e)
-                reports[e["name"]] = _judge(act, gold, standard)
+                extra: Dict[str, Any] = {}
+                if benchmark_dir is not None:
+                    extra = {"benchmark": _read_tensor(os.path.join(os.fspath(benchmark_dir), folder), e),
+                             "level": level}
+                reports[e["name"]] = _judge(act, gold, standard, **extra)
         except _FileProblem as e:
             verdicts.append(CaseVerdict(label, "error", error=str(e)))
             continue
@@ -1140,7 +1149,10 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--out", metavar="DIR", help="where the case folders go")
     p.add_argument("--check", metavar="GOLDEN_DIR", help="judge ACTUAL_DIR against these goldens")
     p.add_argument("--actual", metavar="ACTUAL_DIR")
-    p.add_argument("--standard", default="cann", help="precision standard of --check (default cann)")
+    p.add_argument("--standard", default="cann",
+                   help="precision standard of --check: cann (default), cann-v1, dual-benchmark, msprobe")
+    p.add_argument("--benchmark", metavar="BENCH_DIR", help="dual-benchmark: the third-party chip's outputs")
+    p.add_argument("--level", help="dual-benchmark: L0 (default), L1 or L2")
     p.add_argument("--json", metavar="FILE", help="with --check: the verdicts as JSON ('-': stdout)")
 
 
@@ -1202,7 +1214,7 @@ def _run_check(args: Any) -> int:
         print("golden: --check needs --actual ACTUAL_DIR", file=sys.stderr)
         return 2
     try:
-        rep = check(args.check, args.actual, standard=args.standard)
+        rep = check(args.check, args.actual, standard=args.standard, benchmark_dir=args.benchmark, level=args.level)
     except (OSError, ValueError, TypeError) as e:
         print(f"golden: {e}", file=sys.stderr)
         return 2
