@@ -520,7 +520,7 @@ def _golden(op: str, inputs: Dict[str, NDArray[Any]], attrs: Dict[str, Any],
     try:
         kernel = np.asarray(spec.kernel(**inputs, **attrs))
     except (ValueError, TypeError) as e:  # AclnnError is a ValueError
-        raise _Rejected(str(e)) from None
+        raise _Rejected(f"the operator rejects it: {e}") from None
     golden = np.empty_like(kernel)
     for index, view, kw in _reference_slices(op, inputs, attrs, kernel.shape):
         with np.errstate(all="ignore"):  # inf and NaN inputs are cases too
@@ -600,7 +600,10 @@ def _realize(plan: _Plan, standard: Optional[str] = None) -> Case:
         if tp is None:
             continue
         rng = _seed_rngs(plan.seed, k)
-        arr = _fill(rng, *tp)
+        try:
+            arr = _fill(rng, *tp)
+        except (ValueError, OverflowError) as e:  # e.g. an integer tensor filled with "nan"
+            raise _Rejected(f"cannot draw {arg.name} ({tp[1].name}) from its range_values: {e}") from None
         if arg.name == "target" and plan.ignore_fraction > 0 and arr.size:
             hit = rng.random(arr.size) < plan.ignore_fraction
             arr.reshape(-1)[hit] = plan.attrs.get("ignore_index", -100)
@@ -818,7 +821,7 @@ def cases_from_atk(path: PathLike, *, seed: int = 0, filter: Optional[Sequence[s
         try:
             case = _realize(plan, standard)
         except _Rejected as e:
-            yield Skipped(cid, cname, f"the operator rejects it: {e}")
+            yield Skipped(cid, cname, str(e))
             continue
         case.folder = folder
         yield case
