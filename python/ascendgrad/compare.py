@@ -80,6 +80,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import _args
 from ._interop import asarray
 
 __all__ = ["compare", "CompareReport", "Check", "Criterion", "Mismatch", "Standard", "STANDARDS",
@@ -475,6 +476,21 @@ def _judge_dual(x: _Arrays, b: _F64, th: Dict[str, float], level: str,
     return checks, score, m, bad
 
 
+def _top(flat: _F64, k: int) -> NDArray[np.intp]:
+    """Indices of the k largest values, largest first, ties by index (as a stable sort would
+    give them) without sorting the whole array."""
+    n = flat.size
+    if k <= 0 or n == 0:
+        return np.empty(0, dtype=np.intp)
+    if k >= n:
+        return np.argsort(-flat, kind="stable")
+    v = np.partition(flat, n - k)[n - k]  # the k-th largest
+    above = np.flatnonzero(flat > v)
+    cand = np.concatenate([above, np.flatnonzero(flat == v)[: k - above.size]])
+    out: NDArray[np.intp] = cand[np.argsort(-flat[cand], kind="stable")]
+    return out
+
+
 def compare(
     actual: ArrayLike,
     expected: ArrayLike,
@@ -519,6 +535,33 @@ def compare(
             ``benchmark``, overrides with a standard other than ``cann``, an unsupported dtype.
         TypeError: a non-numeric input.
     """
+    return _compare_scored(
+        actual, expected, standard=standard, benchmark=benchmark, level=level, dtype=dtype, rtol=rtol,
+        atol=atol, max_fraction=max_fraction, max_abs=max_abs, max_ratio=max_ratio, equal_nan=equal_nan,
+        worst=worst)[0]
+
+
+def _compare_scored(
+    actual: ArrayLike,
+    expected: ArrayLike,
+    *,
+    standard: str = DEFAULT_STANDARD,
+    benchmark: Optional[ArrayLike] = None,
+    level: Optional[str] = None,
+    dtype: Any = None,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+    max_fraction: Optional[float] = None,
+    max_abs: Optional[float] = None,
+    max_ratio: Optional[float] = None,
+    equal_nan: bool = True,
+    worst: int = 5,
+) -> Tuple[CompareReport, _F64]:
+    """:func:`compare`, and the per-element score array (for plots)."""
+    rtol, atol, max_fraction, max_abs, max_ratio = (_args.optional_real(v, k) for k, v in (
+        ("rtol", rtol), ("atol", atol), ("max_fraction", max_fraction), ("max_abs", max_abs), ("max_ratio", max_ratio)))
+    equal_nan = _args.boolean(equal_nan, "equal_nan")
+    worst = _args.integer(worst, "worst")
     if standard not in STANDARDS:
         raise ValueError(f"unknown standard {standard!r}; choose one of {', '.join(STANDARDS)}")
     overrides = {k: v for k, v in (("rtol", rtol), ("atol", atol), ("max_fraction", max_fraction),
@@ -594,7 +637,7 @@ def compare(
                for c in checks if not c.passed]
 
     flat = score.reshape(-1)
-    order = np.argsort(-flat, kind="stable")[: max(int(worst), 0)]
+    order = _top(flat, max(int(worst), 0))
     order = order[flat[order] > 0]
     shown = tuple(
         Mismatch(tuple(int(i) for i in np.unravel_index(k, a.shape)), float(a.flat[k]),
@@ -603,7 +646,7 @@ def compare(
                  int(ulp.flat[k]) if fin.flat[k] else None, float(flat[k]))
         for k in order
     )
-    return CompareReport(
+    report = CompareReport(
         passed=not reasons, dtype=dt.name, shape=tuple(a.shape), size=size, finite=n_fin,
         max_abs_err=float(np.max(err, initial=0.0)),
         mean_abs_err=float(err[fin].mean()) if n_fin else 0.0,
@@ -615,6 +658,7 @@ def compare(
         reasons=tuple(reasons), standard=standard, level=level, thresholds=th, metrics=metrics,
         checks=tuple(checks),
     )
+    return report, score
 
 
 def describe_standards() -> str:
@@ -672,7 +716,7 @@ def load(
             arrays = {n: z[n] for n in names}
     else:
         if dt is None:
-            raise ValueError(f"{p}: a raw file needs a dtype (--dtype)")
+            raise ValueError(f"{p}: a raw file holds bytes only, not their dtype: give one (--dtype, e.g. bfloat16)")
         arrays = {"": np.fromfile(p, dtype=dt)}
     out = {}
     for name, arr in arrays.items():
@@ -699,7 +743,8 @@ def _add_arguments(p: Any) -> None:
     p.add_argument("--level", choices=list(LEVELS), help="dual-benchmark level (default L0)")
     p.add_argument("--list-standards", action="store_true", help="print the standards and their thresholds")
     p.add_argument("--key", help="the array to take from .npz files (default: every name both have)")
-    p.add_argument("--dtype", help="dtype of raw files and of arrays saved as void (default bfloat16)")
+    p.add_argument("--dtype", help="dtype of raw files, required for them (a raw dump holds bytes only); also of "
+                   ".npy/.npz arrays saved as void, as NumPy saves bfloat16 (for those, default bfloat16)")
     p.add_argument("--shape", help="shape of raw files, e.g. 4,2 (default: the other file's shape)")
     p.add_argument("--compare-dtype", help="dtype whose ULPs and thresholds apply (default: actual's)")
     for name in ("rtol", "atol", "max-fraction", "max-abs", "max-ratio"):
