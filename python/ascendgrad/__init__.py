@@ -31,12 +31,12 @@ from ._ops import (
 # The public submodules, each imported when first named (ascendgrad.<name>). A new public
 # module is added here and to the TYPE_CHECKING import below (tests_py/test_package.py checks
 # that every public module of the package is in both).
-_SUBMODULES = ("aclnn", "compare", "gradcheck", "reference")
+_SUBMODULES = ("aclnn", "compare", "dump_check", "gradcheck", "reference")
 # Names re-exported from a submodule, imported on first use too: name -> submodule.
 _FROM_SUBMODULES = {"compare": "compare", "CompareReport": "compare"}
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
-    from . import aclnn as aclnn, gradcheck as gradcheck, reference as reference
+    from . import aclnn as aclnn, dump_check as dump_check, gradcheck as gradcheck, reference as reference
     from .compare import CompareReport as CompareReport, compare as compare
 
 __all__ = [
