@@ -5,7 +5,10 @@ cross-check, write), one case in memory at a time, as ``golden --cases`` does.
     python bench/golden.py [--threads 2] [--dir /tmp/x] [--scale 1.0] [--markdown]
 
 The same run measures the copy of a 256 MiB buffer to a file (the page cache's write
-bandwidth) as the ceiling. Prints one row per case and the total.
+bandwidth) as the ceiling. Prints one row per case and the total, in wall-clock time and in the
+process's CPU time (user + system, all threads): on a machine shared with other work the second
+says what the run would take on its cores alone (MB per CPU-second x threads, when it keeps that
+many cores busy).
 """
 
 from __future__ import annotations
@@ -68,32 +71,37 @@ def main() -> None:
     root = args.dir or tempfile.mkdtemp(prefix="golden-bench-")
     os.makedirs(root, exist_ok=True)
     copy = _copy_rate(root)
-    total_bytes, total_time = 0, 0.0
+    total_bytes, total_time, total_cpu = 0, 0.0, 0.0
     rows = []
     for op, shapes, dtype, attrs in CASES:
         shapes = [(max(1, int(s[0] * args.scale)),) + tuple(s[1:]) for s in shapes]
         out = os.path.join(root, "case")
-        t = time.perf_counter()
+        t, c0 = time.perf_counter(), time.process_time()
         case = golden.make_case(op, shapes, dtype, seed=1, **attrs)
         t_gen = time.perf_counter() - t
         golden.write_case(case, out)
         dt = time.perf_counter() - t
+        cpu = time.process_time() - c0
+        total_cpu += cpu
         size = _dir_bytes(out)
         shutil.rmtree(out)
         total_bytes += size
         total_time += dt
         rows.append((op, "x".join(map(str, shapes[0])), dtype, size / 1e6, dt, size / 1e6 / dt, t_gen / dt))
         print(f"{op:24s} {rows[-1][1]:>16s} {dtype:9s} {size / 1e6:8.1f} MB {dt:6.2f} s "
-              f"{size / 1e6 / dt:7.1f} MB/s  (data + golden {100 * t_gen / dt:.0f}%, writing the rest)")
+              f"{size / 1e6 / dt:7.1f} MB/s  CPU {cpu:5.2f} s ({100 * t_gen / dt:.0f}% data + golden, the rest writing)")
     if not args.dir:
         shutil.rmtree(root, ignore_errors=True)
     rate = total_bytes / 1e6 / total_time
-    print(f"total: {total_bytes / 1e6:.0f} MB in {total_time:.2f} s = {rate:.1f} MB/s of case files "
-          f"({args.threads} threads, {_cpu()}, kernels {ascendgrad._core.kernel_isa()}); "
-          f"writing a 256 MiB buffer: {copy / 1e6:.0f} MB/s")
+    cpu_rate = total_bytes / 1e6 / (total_cpu / args.threads)
+    load = os.getloadavg()[0]
+    print(f"total: {total_bytes / 1e6:.0f} MB in {total_time:.2f} s = {rate:.1f} MB/s of case files; "
+          f"CPU {total_cpu:.2f} s = {cpu_rate:.1f} MB/s per {args.threads} busy cores ({_cpu()}, "
+          f"kernels {ascendgrad._core.kernel_isa()}, load average {load:.1f}); writing a 256 MiB buffer: "
+          f"{copy / 1e6:.0f} MB/s")
     if args.markdown:
-        print(f"| golden --cases (6 cases of ~16M elements, .bin + .npy) | {args.threads} | "
-              f"{total_bytes / 1e6:.0f} MB | {total_time:.2f} s | **{rate:.0f} MB/s** | {copy / 1e6:.0f} MB/s |")
+        print(f"| {args.threads} | {total_bytes / 1e6:.0f} MB | {total_time:.2f} s | {rate:.0f} MB/s | "
+              f"{total_cpu:.2f} s | {cpu_rate:.0f} MB/s | {load:.1f} | {copy / 1e6:.0f} MB/s |")
 
 
 if __name__ == "__main__":
