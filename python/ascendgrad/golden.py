@@ -644,7 +644,7 @@ def _check_attrs(op: str, attrs: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def make_case(op: str, shapes: Union[Sequence[int], Sequence[Sequence[int]]], dtype: Any = "float32", *,
+def make_case(op: str, shapes: Union[int, Sequence[int], Sequence[Sequence[int]]], dtype: Any = "float32", *,
               seed: int = 0, range: Optional[Tuple[float, float]] = None, optional: Sequence[str] = (),
               ignore_fraction: float = 0.0, standard: Optional[str] = None, **attrs: Any) -> Case:
     """One case of `op` (a NumPy function name) with its golden.
@@ -665,6 +665,8 @@ def make_case(op: str, shapes: Union[Sequence[int], Sequence[Sequence[int]]], dt
     """
     if op not in OPS:
         raise ValueError(f"unknown operator {op!r}; one of {', '.join(OPS)}")
+    if isinstance(shapes, (int, np.integer)):
+        shapes = (int(shapes),)
     if shapes and all(isinstance(d, (int, np.integer)) for d in shapes):
         shape_list = [_shape(shapes)]
     else:
