@@ -26,8 +26,9 @@ literal for them).
 Inputs follow CANN's ecosystem-standard distribution unless told otherwise: each tensor is, by a
 coin from the seed, uniform on [-5, 5] or normal with mean in [-5, 5] and spread in [0.1, 2].
 Every number comes from the seed: tensor k of a case is drawn from
-``numpy.random.default_rng([seed, k])``, so a case regenerates alone (a case of a file has the
-seed ``--seed`` + its position in the file).
+``numpy.random.default_rng([seed, k])`` (its slices of 2^20 elements from generators seeded by
+it, so the numbers do not depend on the thread count), and a case regenerates alone (a case of a
+file has the seed ``--seed`` + its position in the file).
 
 The golden output is :mod:`ascendgrad.reference` (float64) rounded once to the output's dtype,
 computed in slices so that only the case itself is held in memory. Before it is written, the
