@@ -52,7 +52,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import ml_dtypes
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from . import _ops
 from . import reference as _ref
@@ -608,7 +608,7 @@ def _default_tensors(op: str, shapes: Sequence[Tuple[int, ...]], dt: np.dtype, a
     return plan
 
 
-def _seed_rngs(seed: int, k: int) -> np.random.Generator:
+def _rng(seed: int, k: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, k])
 
 
@@ -620,7 +620,7 @@ def _realize(plan: _Plan, standard: Optional[str] = None) -> Case:
         tp = plan.tensors.get(arg.name)
         if tp is None:
             continue
-        rng = _seed_rngs(plan.seed, k)
+        rng = _rng(plan.seed, k)
         try:
             arr = _fill(rng, *tp)
         except (ValueError, OverflowError) as e:  # e.g. an integer tensor filled with "nan"
@@ -737,7 +737,7 @@ def _plan_atk(entry: Any, index: int, source: str, seed: int) -> Union[_Plan, Sk
         for al in a.aliases:
             by_name[_norm(al)] = a
     case_seed = int(seed) + index
-    attr_rng = _seed_rngs(case_seed, 1000)
+    attr_rng = _rng(case_seed, 1000)
     tensors: Dict[str, _TensorPlan] = {a.name: None for a in spec.args if a.kind == "tensor"}
     attrs: Dict[str, Any] = {}
     seen = set()
