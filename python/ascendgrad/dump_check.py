@@ -925,7 +925,7 @@ class _Progress:
         if now - self.last < (0.2 if self.tty else 2.0):
             return
         self.last = now
-        line = f"dump-check: {k + 1} calls, {nbytes / 1e6:.0f} MB read, {now - self.t0:.1f} s ({name})"
+        line = f"dump-check: call {k + 1} ({name}), {nbytes / 1e6:.0f} MB read, {now - self.t0:.1f} s"
         sys.stderr.write(("\r" + line[:100].ljust(100)) if self.tty else line + "\n")
         sys.stderr.flush()
         self.shown = True
