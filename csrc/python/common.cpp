@@ -132,6 +132,14 @@ TensorRef::TensorRef(py::array a) : a_(std::move(a)) {
     char *base = static_cast<char *>(const_cast<void *>(a_.data())) + lo * es;
     t_ = aclCreateTensor(shape.data(), nd, dt, strides.data(), -lo, ACL_FORMAT_ND, &storage, 1, base);
     if (!t_) raise_status(ACLNN_ERR_PARAM_INVALID);
+    base_ = base;
+    bytes_ = size_t(storage * es);
+    ascendgradMemcheckRegister(base_, bytes_, "NumPy array");
+}
+
+TensorRef::~TensorRef() {
+    aclDestroyTensor(t_);
+    ascendgradMemcheckUnregister(base_, bytes_);
 }
 
 std::vector<int64_t> shape_of(const py::array &a) { return {a.shape(), a.shape() + a.ndim()}; }

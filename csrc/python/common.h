@@ -34,7 +34,7 @@ py::dtype bfloat16_dtype();
 class TensorRef {
 public:
     explicit TensorRef(py::array a);
-    ~TensorRef() { aclDestroyTensor(t_); }
+    ~TensorRef();
     TensorRef(const TensorRef &) = delete;
     TensorRef &operator=(const TensorRef &) = delete;
     aclTensor *get() const { return t_; }
@@ -43,6 +43,8 @@ public:
 private:
     py::array a_;
     aclTensor *t_ = nullptr;
+    const void *base_ = nullptr;  // the bytes the view spans, a known allocation to memcheck
+    size_t bytes_ = 0;
 };
 
 // An array-like as an ndarray the kernels can read in place: ndarrays are used as they are
