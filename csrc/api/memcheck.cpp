@@ -161,6 +161,13 @@ Block *check_access(State &s, Kind oob, const std::string &who, const char *verb
                extra.c_str());
         return nullptr;
     }
+    // freed before registered: a NumPy array made over freed memory is a use after free
+    if (const Block *f = containing(s.freed, anchor)) {
+        report(s, kUseAfterFree, "%s %s bytes [%" PRIdPTR ", %" PRIdPTR ") inside a block of %zu bytes at %p freed by %s (allocated by %s)",
+               who.c_str(), verb, intptr_t(a - f->start), intptr_t(b - f->start), f->size,
+               reinterpret_cast<void *>(f->start), f->freed_by.c_str(), f->origin.c_str());
+        return nullptr;
+    }
     bool whole = false;
     if (const Block *h = host_containing(s, anchor, anchor + 1, &whole)) {
         if (host_containing(s, a, b, &whole) && whole) {
@@ -170,12 +177,6 @@ Block *check_access(State &s, Kind oob, const std::string &who, const char *verb
         report(s, oob, "%s %s bytes [%" PRIdPTR ", %" PRIdPTR ") of %s: %s%s", who.c_str(), verb,
                intptr_t(a - h->start), intptr_t(b - h->start), block_desc(*h).c_str(), relation(*h, a, b).c_str(),
                extra.c_str());
-        return nullptr;
-    }
-    if (const Block *f = containing(s.freed, anchor)) {
-        report(s, kUseAfterFree, "%s %s bytes [%" PRIdPTR ", %" PRIdPTR ") inside a block of %zu bytes at %p freed by %s (allocated by %s)",
-               who.c_str(), verb, intptr_t(a - f->start), intptr_t(b - f->start), f->size,
-               reinterpret_cast<void *>(f->start), f->freed_by.c_str(), f->origin.c_str());
         return nullptr;
     }
     report(s, kUnknown, "%s %s %zu bytes at %p: %s", who.c_str(), verb, size_t(b - a), reinterpret_cast<void *>(a),
@@ -204,8 +205,11 @@ void mark_written(Block &bl, uintptr_t a, uintptr_t b) {
 Range unwritten(const Block &bl, uintptr_t a, uintptr_t b) {
     uintptr_t lo = a - bl.start;
     const uintptr_t hi = b - bl.start;
-    for (const Range &r : bl.written) {
-        if (r.second <= lo) continue;
+    // from the first range ending after lo (binary search: many runs may check one block)
+    auto it = std::upper_bound(bl.written.begin(), bl.written.end(), lo,
+                               [](uintptr_t x, const Range &r) { return x < r.second; });
+    for (; it != bl.written.end(); ++it) {
+        const Range &r = *it;
         if (r.first > lo) return {lo, std::min(hi, r.first)};
         lo = r.second;
         if (lo >= hi) return {0, 0};

@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pybind11/numpy.h>
@@ -83,9 +84,19 @@ struct PyTensor {
     std::unique_ptr<TensorRef> ref;
 };
 
+// Owns its executor until phase 2 consumes it (single-use) or destroy_executor: an executor
+// that is never run is destroyed with the Python object, not leaked.
 struct PyExecutor {
     aclOpExecutor *handle = nullptr;
+    bool live = false, repeatable = false;
     std::vector<py::object> keep;  // tensors the executor reads and writes
+    PyExecutor() = default;
+    PyExecutor(PyExecutor &&o) noexcept
+        : handle(o.handle), live(std::exchange(o.live, false)), repeatable(o.repeatable), keep(std::move(o.keep)) {}
+    PyExecutor &operator=(PyExecutor &&) = delete;
+    ~PyExecutor() {
+        if (live) aclDestroyAclOpExecutor(handle);
+    }
 };
 
 aclTensor *tensor_arg(py::handle obj, const char *name);  // None -> NULL
