@@ -377,13 +377,27 @@ def _elementwise(op: str) -> Callable[[str, Dict[str, Any], Dict[str, Any], Read
             lambd = a.value("lambd", 0.5)
             if not isinstance(lambd, (int, float)) or isinstance(lambd, bool) or not lambd >= 0:
                 raise NotComparable(f"{api}: lambd {lambd!r} is not a number >= 0")
-            golden = reference.softshrink_backward(g, x, float(lambd))
+            golden = _softshrink_golden(g, x, float(lambd), dumped)
             return Prepared(op, {"grad_output": g, "x": x}, {"lambd": float(lambd)}, golden, dumped,
                             "backward output[0]", x.shape, others)
         return Prepared(op, {"grad_output": g, "x": x}, {}, reference.log_sigmoid_backward(g, x), dumped,
                         "backward output[0]", x.shape, others)
 
     return prep
+
+
+def _softshrink_golden(g: np.ndarray, x: np.ndarray, lambd: float, dumped: Optional[np.ndarray]) -> np.ndarray:
+    """The golden gradient; where |x| lies between λ and λ rounded to x's dtype (PyTorch compares
+    with the rounded λ, the aclnn API takes λ as float32) either answer is right: the one nearer
+    the dumped value is taken."""
+    golden = reference.softshrink_backward(g, x, lambd)
+    lam_dt = float(np.asarray(lambd, dtype=np.float64).astype(x.dtype))
+    if lam_dt == lambd or dumped is None or dumped.shape != golden.shape:
+        return golden
+    alt = reference.softshrink_backward(g, x, lam_dt)
+    d = dumped.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(d - alt) < np.abs(d - golden), alt, golden)
 
 
 def _ce_args(a: Args, reader: Reader, api: str) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray], str, int, float]:
@@ -609,9 +623,9 @@ def _internal_match(p: Prepared, standard: str) -> Optional[str]:
             if rec.shape != cand.value.shape:
                 continue
             try:
-                if _compare_scored(rec, cand.value, standard=standard)[0].passed:
+                if _compare_scored(rec, cand.value, standard=standard, worst=0, ulp_stats=False)[0].passed:
                     return f"the record ({where}) is {cand.what}, as msprobe writes it on CPU"
-            except (ValueError, TypeError):
+            except ValueError:  # e.g. a dtype no standard has thresholds for
                 continue
     return None
 
@@ -638,7 +652,7 @@ def check_call(call: Call, reader: Reader, standard: str, want_score: bool = Fal
                f"{list(p.golden.shape)}")
         hint = _internal_match(p, standard)
         return CallResult(call.name, step, rank, dt, shape, NC, why + ("; " + hint if hint else ""), {}, None), p, None
-    report, score = _compare_scored(p.dumped, p.golden, standard=standard, worst=1)
+    report, score = _compare_scored(p.dumped, p.golden, standard=standard, worst=1, ulp_stats=False)
     worst = _worst(report)
     if report.passed:
         return CallResult(call.name, step, rank, dt, shape, PASS, "", dict(report.metrics), worst), p, \
@@ -816,8 +830,8 @@ def arr(name):
     return load(HERE / f"{{name}}.npy")[""]
 
 
-{body}
 dumped = arr("dumped_grad")
+{body}
 print("ascendgrad kernel vs golden:", "PASSED" if compare(ours, golden, standard="{standard}") else "FAILED")
 report = compare(dumped, golden, standard="{standard}")
 print("dumped gradient vs golden:")
@@ -834,6 +848,10 @@ golden = reference.log_sigmoid_backward(g, x)
 ours = ascendgrad.log_sigmoid_backward(g, x)''',
     "softshrink_backward": '''g, x = arr("grad_output"), arr("x")
 golden = reference.softshrink_backward(g, x, {lambd!r})
+# PyTorch compares |x| with lambd rounded to x's dtype: between the two, either gradient is right
+alt = reference.softshrink_backward(g, x, float(np.float64({lambd!r}).astype(x.dtype)))
+d = dumped.astype(np.float64)
+golden = np.where(np.abs(d - alt) < np.abs(d - golden), alt, golden)
 ours = ascendgrad.softshrink_backward(g, x, {lambd!r})''',
     "cross_entropy_loss_grad": '''g, x, target = arr("grad_loss"), arr("x"), arr("target")
 weight = arr("weight") if (HERE / "weight.npy").exists() else None
@@ -907,7 +925,7 @@ class _Progress:
         if now - self.last < (0.2 if self.tty else 2.0):
             return
         self.last = now
-        line = f"dump-check: {k + 1} calls, {nbytes / 1e6:.0f} MB read, {now - self.t0:.1f} s ({name})"
+        line = f"dump-check: call {k + 1} ({name}), {nbytes / 1e6:.0f} MB read, {now - self.t0:.1f} s"
         sys.stderr.write(("\r" + line[:100].ljust(100)) if self.tty else line + "\n")
         sys.stderr.flush()
         self.shown = True
