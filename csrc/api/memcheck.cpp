@@ -48,8 +48,14 @@ struct Block {
 
 struct Object {
     uint64_t seq;
-    std::string what;  // "tensor FLOAT [2, 3] (aclCreateTensor #4)"
+    std::string what;  // "tensor FLOAT [2, 3] (aclCreateTensor #4)"; for executors, made when reported:
+    const char *op;    // an executor's operator, and its ordinal among that operator's phase 1 calls
+    uint64_t n;
     bool reported = false;
+};
+
+struct CStrLess {
+    bool operator()(const char *a, const char *b) const { return std::strcmp(a, b) < 0; }
 };
 
 struct State {
@@ -59,7 +65,7 @@ struct State {
     size_t quarantined = 0;
     std::multimap<uintptr_t, Block> host;    // registered host buffers (may overlap)
     std::unordered_map<const void *, Object> objects;
-    std::map<std::string, uint64_t> calls;   // ordinals per creating function
+    std::map<const char *, uint64_t, CStrLess> calls;  // ordinals per creating function
     uint64_t seq = 0;
     uint64_t init_seq = 0;  // seq at the latest aclInit
     uint64_t counts[kKinds] = {};
@@ -148,23 +154,25 @@ std::string nearby(const State &s, uintptr_t p) {
 // passed: a copy's pointer, a view's element 0). Returns the device block when the access lies
 // inside one (for the written-range bookkeeping), else nullptr; reports when it is not inside a
 // live block or registered buffer. `extra` ends out-of-bounds lines (a copy's count).
-Block *check_access(State &s, Kind oob, const std::string &who, const char *verb, uintptr_t anchor, uintptr_t a,
-                    uintptr_t b, bool *ok, const std::string &extra = "") {
+// `who` makes the report's subject ("aclrtMemcpy dst"), only when there is a report.
+template <class Who>
+Block *check_access(State &s, Kind oob, const Who &who, const char *verb, uintptr_t anchor, uintptr_t a, uintptr_t b,
+                    bool *ok, const char *extra = "") {
     *ok = false;
     if (const Block *bl = containing(s.live, anchor)) {
         if (a >= bl->start && b <= bl->end()) {
             *ok = true;
             return const_cast<Block *>(bl);
         }
-        report(s, oob, "%s %s bytes [%" PRIdPTR ", %" PRIdPTR ") of %s: %s%s", who.c_str(), verb,
+        report(s, oob, "%s %s bytes [%" PRIdPTR ", %" PRIdPTR ") of %s: %s%s", who().c_str(), verb,
                intptr_t(a - bl->start), intptr_t(b - bl->start), block_desc(*bl).c_str(), relation(*bl, a, b).c_str(),
-               extra.c_str());
+               extra);
         return nullptr;
     }
     // freed before registered: a NumPy array made over freed memory is a use after free
     if (const Block *f = containing(s.freed, anchor)) {
         report(s, kUseAfterFree, "%s %s bytes [%" PRIdPTR ", %" PRIdPTR ") inside a block of %zu bytes at %p freed by %s (allocated by %s)",
-               who.c_str(), verb, intptr_t(a - f->start), intptr_t(b - f->start), f->size,
+               who().c_str(), verb, intptr_t(a - f->start), intptr_t(b - f->start), f->size,
                reinterpret_cast<void *>(f->start), f->freed_by.c_str(), f->origin.c_str());
         return nullptr;
     }
@@ -174,12 +182,12 @@ Block *check_access(State &s, Kind oob, const std::string &who, const char *verb
             *ok = true;
             return nullptr;
         }
-        report(s, oob, "%s %s bytes [%" PRIdPTR ", %" PRIdPTR ") of %s: %s%s", who.c_str(), verb,
+        report(s, oob, "%s %s bytes [%" PRIdPTR ", %" PRIdPTR ") of %s: %s%s", who().c_str(), verb,
                intptr_t(a - h->start), intptr_t(b - h->start), block_desc(*h).c_str(), relation(*h, a, b).c_str(),
-               extra.c_str());
+               extra);
         return nullptr;
     }
-    report(s, kUnknown, "%s %s %zu bytes at %p: %s", who.c_str(), verb, size_t(b - a), reinterpret_cast<void *>(a),
+    report(s, kUnknown, "%s %s %zu bytes at %p: %s", who().c_str(), verb, size_t(b - a), reinterpret_cast<void *>(a),
            nearby(s, a).c_str());
     return nullptr;
 }
@@ -242,10 +250,10 @@ const char *dtype_str(kern::DType t) {
     return "?";
 }
 
-// "aclnnXxx argument 'target' (INT64 [2])"
-std::string arg_desc(const char *call, const Executor &e, int slot, const kern::View &v) {
+// "aclnnXxx argument 'target' (INT64 [2])"; the call is the operator's name and `suffix`.
+std::string arg_desc(const Executor &e, const char *suffix, int slot, const kern::View &v) {
     std::string name = e.names ? e.names[slot] : "#" + std::to_string(slot);
-    return std::string(call) + " argument '" + name + "' (" + dtype_str(v.dtype) + " " +
+    return std::string(e.op) + suffix + " argument '" + name + "' (" + dtype_str(v.dtype) + " " +
            shape_str(std::vector<int64_t>(v.shape, v.shape + v.ndim)) + ")";
 }
 
@@ -303,10 +311,10 @@ bool empty_view(const kern::View &v) { return !v.data || v.numel() == 0; }
 
 // One view of an operator: bounds, liveness and (reads at launch: phase 1 reads nothing, the
 // data may be copied in after it) initialisation. Returns true when the view was reported.
-bool check_view(State &s, const char *call, const Executor &e, int slot, const kern::View &v, bool write,
+bool check_view(State &s, const char *suffix, const Executor &e, int slot, const kern::View &v, bool write,
                 bool check_init) {
     const Extent x = extent_of(v);
-    const std::string who = arg_desc(call, e, slot, v);
+    auto who = [&] { return arg_desc(e, suffix, slot, v); };
     const char *verb = write ? "writes" : "reads";
     bool ok = false;
     Block *bl = check_access(s, kOutOfBounds, who, verb, reinterpret_cast<uintptr_t>(v.data), x.a, x.b, &ok);
@@ -318,7 +326,7 @@ bool check_view(State &s, const char *call, const Executor &e, int slot, const k
     });
     if (gap.second == 0) return false;
     report(s, kUninit, "%s reads bytes [%" PRIdPTR ", %" PRIdPTR ") of %s: bytes [%zu, %zu) were never written",
-           who.c_str(), intptr_t(x.a - bl->start), intptr_t(x.b - bl->start), block_desc(*bl).c_str(),
+           who().c_str(), intptr_t(x.a - bl->start), intptr_t(x.b - bl->start), block_desc(*bl).c_str(),
            size_t(gap.first), size_t(gap.second));
     return true;
 }
@@ -340,7 +348,9 @@ bool reads(const Executor &e, int slot) { return slot < e.n_in && !(e.unread >> 
 
 // ---- leaks ----
 
-void add_object(State &s, const void *p, std::string what) { s.objects[p] = Object{++s.seq, std::move(what)}; }
+void add_object(State &s, const void *p, std::string what, const char *op = nullptr, uint64_t n = 0) {
+    s.objects[p] = Object{++s.seq, std::move(what), op, n};
+}
 
 // Objects made after creation number `since` and still alive.
 void report_leaks(State &s, const char *when, uint64_t since) {
@@ -348,7 +358,8 @@ void report_leaks(State &s, const char *when, uint64_t since) {
     for (auto &[p, o] : s.objects)
         if (!o.reported && o.seq > since) {
             o.reported = true;
-            found.emplace_back(o.seq, o.what);
+            found.emplace_back(o.seq, o.op ? "executor (" + std::string(o.op) + "GetWorkspaceSize #" + std::to_string(o.n) + ")"
+                                           : o.what);
         }
     std::sort(found.begin(), found.end());
     for (auto &[seq, what] : found) report(s, kLeak, "%s still live at %s", what.c_str(), when);
@@ -465,7 +476,8 @@ void on_memcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMe
     std::snprintf(extra, sizeof extra, " (count %zu, destMax %zu)", count, destMax);
     bool ok = false;
     if (dev_src) {
-        if (Block *bl = check_access(s, kCopyOverrun, "aclrtMemcpy src", "reads", sr, sr, sr + count, &ok, extra)) {
+        auto who = [] { return std::string("aclrtMemcpy src"); };
+        if (Block *bl = check_access(s, kCopyOverrun, who, "reads", sr, sr, sr + count, &ok, extra)) {
             const Range gap = unwritten(*bl, sr, sr + count);
             if (gap.second)
                 report(s, kUninit, "aclrtMemcpy src reads bytes [%zu, %zu) of %s: bytes [%zu, %zu) were never written",
@@ -474,7 +486,8 @@ void on_memcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMe
         }
     }
     if (dev_dst) {
-        if (Block *bl = check_access(s, kCopyOverrun, "aclrtMemcpy dst", "writes", d, d, d + count, &ok, extra))
+        auto who = [] { return std::string("aclrtMemcpy dst"); };
+        if (Block *bl = check_access(s, kCopyOverrun, who, "writes", d, d, d + count, &ok, extra))
             mark_written(*bl, d, d + count);
     }
 }
@@ -484,7 +497,8 @@ void on_memset(void *dst, size_t count) {
     std::lock_guard<std::mutex> lock(s.mu);
     const uintptr_t d = reinterpret_cast<uintptr_t>(dst);
     bool ok = false;
-    if (Block *bl = check_access(s, kCopyOverrun, "aclrtMemset devPtr", "writes", d, d, d + count, &ok))
+    auto who = [] { return std::string("aclrtMemset devPtr"); };
+    if (Block *bl = check_access(s, kCopyOverrun, who, "writes", d, d, d + count, &ok))
         mark_written(*bl, d, d + count);
 }
 
@@ -535,14 +549,13 @@ bool on_destroy(const void *object, const char *fn) {
 uint32_t on_publish(const Executor &e, aclOpExecutor *handle) {
     State &s = state();
     std::lock_guard<std::mutex> lock(s.mu);
-    const std::string phase1 = std::string(e.op) + "GetWorkspaceSize";
-    add_object(s, handle, "executor (" + ordinal(s, phase1.c_str()) + ")");
+    add_object(s, handle, std::string(), e.op, ++s.calls[e.op]);  // counted per operator
     uint32_t reported = 0;
     if (e.empty) return 0;
     for (int i = 0; i < e.n_in + e.n_out; ++i) {
         const kern::View &v = e.io[i];
         if (empty_view(v) || (i < e.n_in && !reads(e, i))) continue;
-        if (check_view(s, phase1.c_str(), e, i, v, i >= e.n_in, false)) reported |= 1u << i;
+        if (check_view(s, "GetWorkspaceSize", e, i, v, i >= e.n_in, false)) reported |= 1u << i;
     }
     return reported;
 }
@@ -553,13 +566,14 @@ void on_launch(const Executor &e, const Executor::IO &io, uint32_t reported, con
     if (e.workspace > 0) {
         const uintptr_t w = reinterpret_cast<uintptr_t>(workspace);
         bool ok;
-        check_access(s, kOutOfBounds, std::string(e.op) + " argument 'workspace'", "uses", w, w, w + e.workspace, &ok);
+        check_access(s, kOutOfBounds, [&] { return std::string(e.op) + " argument 'workspace'"; }, "uses", w, w,
+                     w + e.workspace, &ok);
     }
     if (e.empty) return;
     for (int i = 0; i < e.n_in + e.n_out; ++i) {
         const kern::View &v = io[i];
         if (empty_view(v) || (i < e.n_in && !reads(e, i)) || (reported >> i & 1)) continue;
-        check_view(s, e.op, e, i, v, i >= e.n_in, true);
+        check_view(s, "", e, i, v, i >= e.n_in, true);
     }
     // Outputs sharing memory with inputs: phase 1 rejects it, aclSet*TensorAddr can bring it back.
     for (int o = e.n_in; o < e.n_in + e.n_out; ++o) {
@@ -575,8 +589,8 @@ void on_launch(const Executor &e, const Executor::IO &io, uint32_t reported, con
             const uintptr_t base = bl ? bl->start : 0;  // offsets within the allocation, else addresses
             report(s, kOverlap, "%s writes bytes [%" PRIdPTR ", %" PRIdPTR ") of %s, which %s reads as bytes [%" PRIdPTR
                    ", %" PRIdPTR "): only the identical view may share memory (in place)",
-                   arg_desc(e.op, e, o, io[o]).c_str(), intptr_t(xo.a - base), intptr_t(xo.b - base),
-                   bl ? block_desc(*bl).c_str() : "memory", arg_desc(e.op, e, i, io[i]).c_str() + std::strlen(e.op) + 1,
+                   arg_desc(e, "", o, io[o]).c_str(), intptr_t(xo.a - base), intptr_t(xo.b - base),
+                   bl ? block_desc(*bl).c_str() : "memory", arg_desc(e, "", i, io[i]).c_str() + std::strlen(e.op) + 1,
                    intptr_t(xi.a - base), intptr_t(xi.b - base));
         }
     }
