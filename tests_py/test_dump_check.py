@@ -391,6 +391,11 @@ def test_npy_dump_and_no_torch(copy, capsys):
     block = "import sys; sys.modules['torch'] = None; from ascendgrad.__main__ import main; sys.exit(main(sys.argv[1:]))"
     r = subprocess.run([sys.executable, "-c", block, "dump-check", str(root)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+    p = tdir / m["data"]["Functional.softmax.1.backward"]["output"][0]["data_name"]
+    p.write_bytes(p.read_bytes()[:-7])  # a truncated .npy
+    code, calls, *_ = verdicts(capsys, root)
+    assert calls["Functional.softmax.1"]["verdict"] == "not comparable"
+    assert "truncated or unreadable" in calls["Functional.softmax.1"]["reason"]
 
 
 def test_pt_dump_without_torch_says_install_torch(npu_dump):

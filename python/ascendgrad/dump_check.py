@@ -189,7 +189,9 @@ def _load_tensor(path: str, name: str) -> np.ndarray:
         try:
             arr = np.load(path, allow_pickle=False)
         except ValueError as e:
-            raise NotComparable(f"{name}: not a plain array file ({e}); refused") from None
+            if "pickle" in str(e):
+                raise NotComparable(f"{name}: not a plain array file (it holds Python objects); refused") from None
+            raise NotComparable(f"{name}: truncated or unreadable ({e})") from None
         except (OSError, EOFError) as e:
             raise NotComparable(f"{name}: truncated or unreadable ({e})") from None
         if arr.dtype.kind == "V" and arr.dtype.names is None and arr.dtype.itemsize == 2:
