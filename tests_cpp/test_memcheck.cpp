@@ -96,6 +96,34 @@ int softmax4(bool free_early = false, size_t g_filled = 16) {
     return 0;
 }
 
+// SoftmaxBackward queued on a stream behind a long one (16 MiB tensors), its gradOutput freed
+// before the stream runs it (synchronize first: the correct order).
+int stream_free(bool before_sync) {
+    aclrtStream st = nullptr;
+    REQUIRE(aclrtCreateStream(&st) == ACL_SUCCESS);
+    const std::vector<float> big(size_t(1) << 22, 0.5f);
+    const size_t bytes = big.size() * sizeof(float);
+    void *bg = device(big.data(), bytes, bytes), *by = device(big.data(), bytes, bytes), *bo = device(nullptr, 0, bytes);
+    const std::vector<int64_t> n = {int64_t(big.size())};
+    aclTensor *tg = tensor(n, ACL_FLOAT, bg), *ty = tensor(n, ACL_FLOAT, by), *to = tensor(n, ACL_FLOAT, bo);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = nullptr;
+    REQUIRE(aclnnSoftmaxBackwardGetWorkspaceSize(tg, ty, 0, to, &ws, &ex) == ACLNN_SUCCESS);
+    Softmax4 c;
+    REQUIRE(c.status == ACLNN_SUCCESS);
+    REQUIRE(aclnnSoftmaxBackward(nullptr, ws, ex, st) == ACLNN_SUCCESS);
+    REQUIRE(aclnnSoftmaxBackward(nullptr, c.ws, c.ex, st) == ACLNN_SUCCESS);
+    if (before_sync) REQUIRE(aclrtFree(c.g) == ACL_SUCCESS);
+    REQUIRE(aclrtSynchronizeStream(st) == ACL_SUCCESS);
+    if (!before_sync) REQUIRE(aclrtFree(c.g) == ACL_SUCCESS);
+    c.destroy_tensors();
+    aclrtFree(c.y), aclrtFree(c.o);
+    aclDestroyTensor(tg), aclDestroyTensor(ty), aclDestroyTensor(to);
+    aclrtFree(bg), aclrtFree(by), aclrtFree(bo);
+    aclrtDestroyStream(st);
+    return 0;
+}
+
 // CANN's CrossEntropyLossGrad example; bad_target: the target's host data are int32, so its
 // allocation has 8 bytes where the INT64 [2] tensor views 16.
 int cross_entropy(bool bad_target) {
@@ -282,6 +310,8 @@ const std::map<std::string, std::function<int()>> &scenarios() {
         {"unknown_copy", unknown_copy},
         {"use_after_free_launch", [] { return softmax4(true); }},
         {"use_after_free_copy", use_after_free_copy},
+        {"free_before_sync", [] { return stream_free(true); }},
+        {"free_after_sync", [] { return stream_free(false); }},
         {"double_free", [] { return bad_free(true); }},
         {"invalid_free", [] { return bad_free(false); }},
         {"copy_overrun", [] { return copy_overrun(true); }},
@@ -428,6 +458,13 @@ TEST(Memcheck, UseAfterFree) {
                                       "summary: 1 finding: use after free 1"})));
     EXPECT_NE(r.out.find("poisoned 1"), std::string::npos) << r.out;  // the quarantine's poison, not old data
     expect_silent("softmax");
+    // freed while the launch waited on its stream (behind a long one): the run reports it
+    expect_finding("free_before_sync",
+                   {"use after free: aclnnSoftmaxBackward argument 'gradOutput' (FLOAT [4]) reads bytes [0, 16) inside a "
+                    "block of 16 bytes at {g} freed by aclrtFree #1 (allocated by aclrtMalloc #4) after the launch, "
+                    "before its stream ran it"},
+                   "1 finding: use after free 1", false);
+    expect_silent("free_after_sync");
 }
 
 TEST(Memcheck, DoubleAndInvalidFreeReturnAnError) {
