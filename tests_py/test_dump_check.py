@@ -486,3 +486,19 @@ def test_npu_cross_entropy_loss_mapping(tmp_path, capsys):
     code, out, err = run(capsys, tmp_path / "dump", "--repro", call, "--out", tmp_path / "r")
     r = subprocess.run([sys.executable, str(tmp_path / "r" / "repro.py")], capture_output=True, text=True)
     assert r.returncode == 1 and "ascendgrad kernel vs golden: PASSED" in r.stdout, r.stdout + r.stderr
+
+
+def test_tiny_internal_record_is_not_passed(made, capsys, tmp_path):
+    """Gradients far below the standard's absolute tolerance pass whatever they are: a CPU
+    internal-node record there is still named, not passed."""
+    root = tmp_path / "dump"
+    shutil.copytree(made / "dump", root)
+    m = meta(root)
+    name = "Functional.cross_entropy.0"  # float32, mean, no weight: the record is -g*onehot/N
+    for kind in ("input", "output"):
+        t, rec = read_pt(root, m, f"{name}.backward", kind=kind)
+        torch.save(t * 1e-6, rank_of(root) / "dump_tensor_data" / rec["data_name"])
+    code, calls, *_ = verdicts(capsys, root, "--api", name)
+    c = calls[name]
+    assert c["verdict"] == "not comparable" and "log_softmax(input)" in c["reason"]
+    assert "passes only because" in c["reason"] and c["metrics"]["matched_ratio"] == 1.0
