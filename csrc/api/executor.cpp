@@ -120,7 +120,11 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
     }
     if (memcheck::enabled()) memcheck::on_launch(*exec, *io, reported, workspace);
     if (!s) return exec->run(*io, workspace);
-    if (!submit(*s, [exec, workspace, io = *io] { return exec->run(io, workspace); }))
+    const uint64_t frees = memcheck::enabled() ? memcheck::frees() : 0;
+    if (!submit(*s, [exec, workspace, io = *io, frees] {
+            if (memcheck::enabled()) memcheck::on_run(*exec, io, frees);  // memory freed while it waited
+            return exec->run(io, workspace);
+        }))
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is being destroyed.", op, stream);
     return ACLNN_SUCCESS;
 }

@@ -41,6 +41,7 @@ struct Block {
     size_t size = 0;
     std::string origin;  // "aclrtMalloc #3", or a host buffer's name
     std::string freed_by;
+    uint64_t free_no = 0;  // of all frees, in order
     bool host = false;  // registered host memory: counted as written
     std::vector<Range> written;  // offsets from start, sorted and disjoint
     uintptr_t end() const { return start + size; }
@@ -68,6 +69,7 @@ struct State {
     std::map<const char *, uint64_t, CStrLess> calls;  // ordinals per creating function
     uint64_t seq = 0;
     uint64_t init_seq = 0;  // seq at the latest aclInit
+    uint64_t frees = 0;
     uint64_t counts[kKinds] = {};
     FILE *out = stderr;
 };
@@ -426,6 +428,7 @@ void on_free(const char *fn, void *p) {
     s.live.erase(it);
     s.objects.erase(p);
     b.freed_by = ordinal(s, fn);
+    b.free_no = ++s.frees;
     b.written.clear();
     std::memset(p, kPoison, b.size);
     s.quarantined += b.size;
@@ -596,6 +599,31 @@ void on_launch(const Executor &e, const Executor::IO &io, uint32_t reported, con
     }
     for (int o = e.n_in; o < e.n_in + e.n_out; ++o)
         if (!empty_view(io[o])) mark_view_written(s, io[o]);
+}
+
+uint64_t frees() {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    return s.frees;
+}
+
+void on_run(const Executor &e, const Executor::IO &io, uint64_t frees_at_launch) {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.frees == frees_at_launch || e.empty) return;
+    for (int i = 0; i < e.n_in + e.n_out; ++i) {
+        const kern::View &v = io[i];
+        if (empty_view(v) || (i < e.n_in && !reads(e, i))) continue;
+        const Block *f = containing(s.freed, reinterpret_cast<uintptr_t>(v.data));
+        if (!f || f->free_no <= frees_at_launch) continue;
+        const Extent x = extent_of(v);
+        report(s, kUseAfterFree,
+               "%s %s bytes [%" PRIdPTR ", %" PRIdPTR ") inside a block of %zu bytes at %p freed by %s (allocated by "
+               "%s) after the launch, before its stream ran it",
+               arg_desc(e, "", i, v).c_str(), i < e.n_in ? "reads" : "writes", intptr_t(x.a - f->start),
+               intptr_t(x.b - f->start), f->size, reinterpret_cast<void *>(f->start), f->freed_by.c_str(),
+               f->origin.c_str());
+    }
 }
 
 void on_retire(aclOpExecutor *handle) {

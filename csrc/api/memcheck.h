@@ -41,6 +41,10 @@ bool on_destroy(const void *object, const char *fn);
 uint32_t on_publish(const Executor &e, aclOpExecutor *handle);
 void on_launch(const Executor &e, const Executor::IO &io, uint32_t reported, const void *workspace);
 void on_retire(aclOpExecutor *handle);
+// A launch queued on a stream: frees() when it is queued, on_run(…, that count) when its stream
+// runs it, which reports memory freed in between.
+uint64_t frees();
+void on_run(const Executor &e, const Executor::IO &io, uint64_t frees_at_launch);
 
 // Host memory the program hands to the API as device memory (fully initialised): the Python
 // bindings' NumPy arrays, or a C program's own buffers.
