@@ -44,7 +44,8 @@ Safety: ``.pt`` files are read with ``torch.load(weights_only=True)`` (no arbitr
 without torch installed a ``.pt`` dump is refused with a message saying to install it), ``.npy``
 with ``allow_pickle=False``; a ``data_name`` resolving outside ``dump_tensor_data/`` is refused;
 truncated files, dtype or shape disagreeing with ``dump.json`` and missing entries are reasons
-of the call concerned. Calls are read one at a time: memory is bounded by the largest call.
+of the call concerned. Calls are streamed: one is read (and its golden computed) while the one
+before is judged on the other core, so at most two calls are in memory, whatever the dump's size.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -646,11 +648,18 @@ def _internal_match(p: Prepared, standard: str, closer: bool = False) -> Optiona
 def check_call(call: Call, reader: Reader, standard: str, want_score: bool = False
                ) -> Tuple[CallResult, Optional[Prepared], Optional[np.ndarray]]:
     """Judge one call: (result, prepared arrays or None, per-element score or None)."""
-    step, rank = call.rank.step, call.rank.rank
     try:
-        p = _prepare(call, reader)
+        p: Union[Prepared, NotComparable] = _prepare(call, reader)
     except NotComparable as e:
-        return CallResult(call.name, step, rank, None, None, NC, str(e), {}, None), None, None
+        p = e
+    return _judge(call, p, standard, want_score)
+
+
+def _judge(call: Call, p: Union[Prepared, NotComparable], standard: str, want_score: bool
+           ) -> Tuple[CallResult, Optional[Prepared], Optional[np.ndarray]]:
+    step, rank = call.rank.step, call.rank.rank
+    if isinstance(p, NotComparable):
+        return CallResult(call.name, step, rank, None, None, NC, str(p), {}, None), None, None
     shape = list(p.input_shape)
     if p.dumped is None:
         why = f"no gradient recorded for the input ({p.dumped_what} is empty)"
@@ -733,18 +742,36 @@ def check_dump(root: str, *, standard: str = DEFAULT_STANDARD, api: Optional[str
     ranks = find_ranks(root)
     results: List[CallResult] = []
     nbytes = 0
-    k = 0
-    for rank in ranks:
-        meta = _read_dump_json(rank)
-        reader = Reader(rank, meta)
-        for call in _calls(rank, meta["data"], api):
-            res, prep, score = check_call(call, reader, standard, want_score)
-            results.append(res)
-            if on_call is not None:
-                on_call(call, res, prep, score, nbytes + reader.nbytes, k)
-            k += 1
-            del prep, score
-        nbytes += reader.nbytes
+    # two stages on two cores: this thread reads call k + 1 and computes its golden while a worker
+    # judges call k (NumPy and torch release the GIL); at most two calls are in memory
+    pending: Optional[Tuple[Call, "Future[Tuple[CallResult, Optional[Prepared], Optional[np.ndarray]]]"]] = None
+
+    def finish() -> None:
+        assert pending is not None
+        call, fut = pending
+        res, prep, score = fut.result()
+        results.append(res)
+        if on_call is not None:
+            on_call(call, res, prep, score, nbytes, len(results) - 1)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for rank in ranks:
+            meta = _read_dump_json(rank)
+            reader = Reader(rank, meta)
+            for call in _calls(rank, meta["data"], api):
+                before = reader.nbytes
+                try:
+                    p: Union[Prepared, NotComparable] = _prepare(call, reader)
+                except NotComparable as e:
+                    p = e
+                if pending is not None:
+                    finish()
+                nbytes += reader.nbytes - before
+                pending = (call, pool.submit(_judge, call, p, standard, want_score))
+                del p
+            if pending is not None:
+                finish()
+                pending = None
     return DumpResult(standard, root, results, nbytes, time.perf_counter() - t0)
 
 
