@@ -1,0 +1,100 @@
+"""Throughput of golden data generation: MB of case files (.bin + .npy + manifest) written per
+second, end to end (draw the inputs, run the kernel, the float64 reference per slice, the
+cross-check, write), one case in memory at a time, as ``golden --cases`` does.
+
+    python bench/golden.py [--threads 2] [--dir /tmp/x] [--scale 1.0] [--markdown]
+
+The same run measures the copy of a 256 MiB buffer to a file (the page cache's write
+bandwidth) as the ceiling. Prints one row per case and the total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import tempfile
+import time
+
+import numpy as np
+
+import ascendgrad
+from ascendgrad import golden
+
+CASES = [  # (op, shapes, dtype, attrs): ~16M elements each, as CANN's larger cases
+    ("softmax_backward", [(4096, 4096)], "float16", {"dim": -1}),
+    ("softmax_backward", [(64, 256, 1024)], "float32", {"dim": 1}),
+    ("log_sigmoid_backward", [(16 << 20,)], "bfloat16", {}),
+    ("softshrink_backward", [(4096, 4096)], "float32", {"lambd": 0.5}),
+    ("cross_entropy_loss_grad", [(32768, 512)], "float32", {"reduction": "mean", "label_smoothing": 0.1}),
+    ("kl_div_backward", [(16 << 20,)], "float16", {"reduction": "mean"}),
+]
+
+
+def _dir_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
+
+
+def _copy_rate(where: str) -> float:
+    buf = np.ones(256 << 20, dtype=np.uint8)
+    path = os.path.join(where, "copy.bin")
+    t = time.perf_counter()
+    buf.tofile(path)
+    rate = buf.nbytes / (time.perf_counter() - t)
+    os.unlink(path)
+    return rate
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--dir", default=None, help="where to write (default: a temporary folder)")
+    p.add_argument("--scale", type=float, default=1.0, help="multiply the first dimension of each shape")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table row for RESULTS.md")
+    args = p.parse_args()
+    ascendgrad.set_num_threads(args.threads)
+    root = args.dir or tempfile.mkdtemp(prefix="golden-bench-")
+    os.makedirs(root, exist_ok=True)
+    copy = _copy_rate(root)
+    total_bytes, total_time = 0, 0.0
+    rows = []
+    for op, shapes, dtype, attrs in CASES:
+        shapes = [(max(1, int(s[0] * args.scale)),) + tuple(s[1:]) for s in shapes]
+        out = os.path.join(root, "case")
+        t = time.perf_counter()
+        case = golden.make_case(op, shapes, dtype, seed=1, **attrs)
+        t_gen = time.perf_counter() - t
+        golden.write_case(case, out)
+        dt = time.perf_counter() - t
+        size = _dir_bytes(out)
+        shutil.rmtree(out)
+        total_bytes += size
+        total_time += dt
+        rows.append((op, "x".join(map(str, shapes[0])), dtype, size / 1e6, dt, size / 1e6 / dt, t_gen / dt))
+        print(f"{op:24s} {rows[-1][1]:>16s} {dtype:9s} {size / 1e6:8.1f} MB {dt:6.2f} s "
+              f"{size / 1e6 / dt:7.1f} MB/s  (data + golden {100 * t_gen / dt:.0f}%, writing the rest)")
+    if not args.dir:
+        shutil.rmtree(root, ignore_errors=True)
+    rate = total_bytes / 1e6 / total_time
+    print(f"total: {total_bytes / 1e6:.0f} MB in {total_time:.2f} s = {rate:.1f} MB/s of case files "
+          f"({args.threads} threads, {_cpu()}, kernels {ascendgrad._core.kernel_isa()}); "
+          f"writing a 256 MiB buffer: {copy / 1e6:.0f} MB/s")
+    if args.markdown:
+        print(f"| golden --cases (6 cases of ~16M elements, .bin + .npy) | {args.threads} | "
+              f"{total_bytes / 1e6:.0f} MB | {total_time:.2f} s | **{rate:.0f} MB/s** | {copy / 1e6:.0f} MB/s |")
+
+
+if __name__ == "__main__":
+    main()
