@@ -854,6 +854,7 @@ TEST(Runtime, MallocIs64ByteAligned) {
 TEST(Runtime, MemcpyAndMemset) {
     const char src[9] = "abcdefgh";
     char dst[9] = "--------";
+    const KnownMemory ks(src, 9), kd(dst, 9);  // device memory for the copies' device sides
     for (int kind = ACL_MEMCPY_HOST_TO_HOST; kind <= ACL_MEMCPY_DEFAULT; ++kind) {
         std::memset(dst, '-', 8);
         EXPECT_EQ(aclrtMemcpy(dst, 8, src, 8, aclrtMemcpyKind(kind)), ACL_SUCCESS) << kind;
@@ -895,6 +896,7 @@ TEST(Runtime, Float16Helpers) {
 
 TEST(OutputMemory, PartialOverlapAndSelfOverlapRejected) {
     std::vector<float> buf(24, 0.5f);
+    const KnownMemory known(buf);
     const Shape s6 = {6}, storage = {24};
     // views of 6 elements at 0, 2, 6, 12: a0/a2 overlap partially, a0/a6/a12 are disjoint
     aclTensor *a0 = create(s6, nullptr, 0, storage, buf.data()), *a2 = create(s6, nullptr, 2, storage, buf.data());

@@ -244,6 +244,7 @@ TEST(SoftmaxBackwardStatus, AcceptsEveryDimInRangeAndAnyFormat) {
     for (int64_t dim : {-1, 0}) EXPECT_EQ(run_softmax(s0, s0y, dim, s0o), ACLNN_SUCCESS) << dim;
     // Formats other than ND are treated as ND.
     std::vector<float> a(6, 1.0f), b(6, 0.5f), c(6, 0.0f);
+    const KnownMemory ka(a), kb(b), kc(c);
     const Shape s = {1, 2, 3};
     aclTensor *ta = aclCreateTensor(s.data(), 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_NHWC, s.data(), 3, a.data());
     aclTensor *tb = aclCreateTensor(s.data(), 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_NCHW, s.data(), 3, b.data());

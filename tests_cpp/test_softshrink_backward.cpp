@@ -376,6 +376,7 @@ TEST(SoftshrinkBackwardStatus, LambdDtypesAndValues) {
 // Formats other than ND are treated as ND; rank 0 and rank 8 work.
 TEST(SoftshrinkBackwardStatus, AnyFormatAndRanks0To8) {
     std::vector<float> a(6, 1.0f), b(6, 1.0f), c(6, 5.0f);
+    const KnownMemory ka(a), kb(b), kc(c);
     b[0] = 0.25f;
     const Shape s = {1, 2, 3};
     aclTensor *ta = aclCreateTensor(s.data(), 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_NHWC, s.data(), 3, a.data());

@@ -203,6 +203,16 @@ def test_reproducible_from_seed(tmp_path):
     assert a.inputs["grad_output"].tobytes() == b.inputs["grad_output"].tobytes()
     assert a.outputs["grad_input"].tobytes() == b.outputs["grad_input"].tobytes()
     assert a.inputs["grad_output"].tobytes() != c.inputs["grad_output"].tobytes()
+    n = ascendgrad.get_num_threads()
+    try:  # slices of a large case are drawn and checked on threads: the same numbers for any count
+        made = []
+        for threads in (1, 2):
+            ascendgrad.set_num_threads(threads)
+            made.append(G.make_case("log_sigmoid_backward", (3 << 19) + 5, "bf16", seed=8))
+        assert all(made[0].inputs[k].tobytes() == made[1].inputs[k].tobytes() for k in made[0].inputs)
+        assert made[0].outputs["grad_input"].tobytes() == made[1].outputs["grad_input"].tobytes()
+    finally:
+        ascendgrad.set_num_threads(n)
     path = DATA / "atk_aclnnKlDivBackward.json"
     whole = {c.folder: c for c in G.cases_from_atk(path, seed=1) if isinstance(c, G.Case)}
     one = [c for c in G.cases_from_atk(path, seed=1, filter=["6"])]

@@ -10,6 +10,7 @@ namespace ag {
 namespace {
 
 constexpr const char *kOp = "aclnnKlDivBackward";
+constexpr const char *kArgs[] = {"gradOutput", "self", "target", "out"};
 
 struct KlDivBackwardExec : Executor {
     kern::KlArgs args;
@@ -72,6 +73,8 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
 
     auto exec = std::make_unique<KlDivBackwardExec>();
     exec->op = kOp;
+    exec->names = kArgs;
+    exec->unread = 1u << 1;
     kern::KlArgs &a = exec->args;
     a.ndim = int(b.size());
     std::copy(b.begin(), b.end(), a.shape);

@@ -10,6 +10,7 @@ namespace ag {
 namespace {
 
 constexpr const char *kOp = "aclnnLogSigmoidBackward";
+constexpr const char *kArgs[] = {"gradOutput", "self", "buffer", "gradInput"};
 
 // io: gradOutput, self, buffer (never read), gradInput
 struct LogSigmoidBackwardExec : Executor {
@@ -40,6 +41,8 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
 
     auto exec = std::make_unique<LogSigmoidBackwardExec>();
     exec->op = kOp;
+    exec->names = kArgs;
+    exec->unread = 1u << 2;
     exec->io[0] = to_view(*gradOutput);
     exec->io[1] = to_view(*self);
     // Kept only so that aclSetInputTensorAddr(…, 2, …) works as for any input; a buffer that

@@ -6,6 +6,7 @@
 #include <memory>
 #include <new>
 
+#include "memcheck.h"
 #include "status.h"
 
 int64_t aclTensor::numel() const {
@@ -213,10 +214,12 @@ extern "C" {
 aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
                            const int64_t *stride, int64_t offset, aclFormat format,
                            const int64_t *storageDims, uint64_t storageDimsNum, void *tensorData) {
-    return ag::guarded("aclCreateTensor", [&] {
+    aclTensor *t = ag::guarded("aclCreateTensor", [&] {
         return create_tensor(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims,
                              storageDimsNum, tensorData);
     });
+    if (t && ag::memcheck::enabled()) ag::memcheck::on_create(t);
+    return t;
 }
 
 aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
@@ -234,6 +237,7 @@ aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
         auto *s = new aclScalar;
         s->dtype = dataType;
         std::memcpy(s->value, value, size);
+        if (ag::memcheck::enabled()) ag::memcheck::on_create(s);
         return s;
     });
 }
@@ -247,21 +251,30 @@ aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
         }
         auto *a = new aclIntArray;
         a->values.assign(value, value + size);
+        if (ag::memcheck::enabled()) ag::memcheck::on_create(a);
         return a;
     });
 }
 
+// memcheck: destroying an object that is not live is reported, and not deleted again.
 aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
+    if (tensor && ag::memcheck::enabled() && !ag::memcheck::on_destroy(tensor, "aclDestroyTensor"))
+        return fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyTensor: %p is not a live tensor.", static_cast<const void *>(tensor));
     delete tensor;
     return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyScalar(const aclScalar *scalar) {
+    if (scalar && ag::memcheck::enabled() && !ag::memcheck::on_destroy(scalar, "aclDestroyScalar"))
+        return fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyScalar: %p is not a live scalar.", static_cast<const void *>(scalar));
     delete scalar;
     return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
+    if (array && ag::memcheck::enabled() && !ag::memcheck::on_destroy(array, "aclDestroyIntArray"))
+        return fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyIntArray: %p is not a live int array.",
+                    static_cast<const void *>(array));
     delete array;
     return ACLNN_SUCCESS;
 }

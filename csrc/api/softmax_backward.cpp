@@ -10,6 +10,7 @@ namespace ag {
 namespace {
 
 constexpr const char *kOp = "aclnnSoftmaxBackward";
+constexpr const char *kArgs[] = {"gradOutput", "output", "out"};
 
 struct SoftmaxBackwardExec : Executor {
     int dim = 0;
@@ -42,6 +43,7 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *output, int64_
 
     auto exec = std::make_unique<SoftmaxBackwardExec>();
     exec->op = kOp;
+    exec->names = kArgs;
     exec->dim = gradOutput->rank() == 0 ? 0 : int(dim < 0 ? dim + rank : dim);
     exec->io[0] = to_view(*gradOutput);
     exec->io[1] = to_view(*output);

@@ -13,6 +13,7 @@ namespace ag {
 namespace {
 
 constexpr const char *kOp = "aclnnSoftshrinkBackward";
+constexpr const char *kArgs[] = {"gradOutput", "self", "gradInput"};
 
 // io: gradOutput, self, gradInput (the inputs in their own shapes; the kernel broadcasts)
 struct SoftshrinkBackwardExec : Executor {
@@ -60,6 +61,7 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
 
     auto exec = std::make_unique<SoftshrinkBackwardExec>();
     exec->op = kOp;
+    exec->names = kArgs;
     exec->lambd = scalar_value(*lambd);
     exec->io[0] = to_view(*gradOutput);
     exec->io[1] = to_view(*self);

@@ -46,6 +46,7 @@ import re
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import ml_dtypes
@@ -353,29 +354,42 @@ def _fill(rng: np.random.Generator, shape: Tuple[int, ...], dt: np.dtype, dist: 
         std = float(rng.uniform(*dist[2])) if dist[2][0] != dist[2][1] else dist[2][0]
     integer = dt.kind in "iub"
     gen_dt = np.float64 if dt == np.float64 else np.float32
-    with np.errstate(invalid="ignore", over="ignore"):
-        if kind == "const":
+    if kind == "const":
+        with np.errstate(invalid="ignore", over="ignore"):
             flat[...] = np.asarray(dist[1]).astype(dt) if not integer else int(dist[1])
-            return out
-        if kind == "choice":
-            vals = np.asarray(dist[1]).astype(dt) if not integer else np.asarray(dist[1], np.int64).astype(dt)
-        for i in range(0, n, _CHUNK):
-            m = min(_CHUNK, n - i)
+        return out
+    if kind == "choice":
+        vals = np.asarray(dist[1]).astype(dt) if not integer else np.asarray(dist[1], np.int64).astype(dt)
+    base = int(rng.integers(0, 2**63))
+
+    def chunk(i: int) -> None:
+        # slice i of the tensor from its own generator: the same numbers for any thread count
+        r = np.random.default_rng([base, i // _CHUNK])
+        m = min(_CHUNK, n - i)
+        with np.errstate(invalid="ignore", over="ignore"):
             if kind == "choice":
-                flat[i:i + m] = vals[rng.integers(0, len(vals), m)]
+                flat[i:i + m] = vals[r.integers(0, len(vals), m)]
             elif integer:
                 lo, hi = (dist[1], dist[2]) if kind == "uniform" else (mean - 3 * std, mean + 3 * std)
-                flat[i:i + m] = rng.integers(math.ceil(lo), math.floor(hi) + 1, m, dtype=np.int64)
+                flat[i:i + m] = r.integers(math.ceil(lo), math.floor(hi) + 1, m, dtype=np.int64)
             elif kind == "uniform":
-                buf = rng.random(m, dtype=gen_dt)
+                buf = r.random(m, dtype=gen_dt)
                 buf *= dist[2] - dist[1]
                 buf += dist[1]
                 flat[i:i + m] = buf
             else:
-                buf = rng.standard_normal(m, dtype=gen_dt)
+                buf = r.standard_normal(m, dtype=gen_dt)
                 buf *= std
                 buf += mean
                 flat[i:i + m] = buf
+
+    starts = range(0, n, _CHUNK)
+    if len(starts) > 1:
+        with ThreadPoolExecutor(max(1, _ops.get_num_threads())) as pool:
+            list(pool.map(chunk, starts))
+    else:
+        for i in starts:
+            chunk(i)
     return out
 
 
@@ -522,16 +536,22 @@ def _golden(op: str, inputs: Dict[str, NDArray[Any]], attrs: Dict[str, Any],
     except (ValueError, TypeError) as e:  # AclnnError is a ValueError
         raise _Rejected(f"the operator rejects it: {e}") from None
     golden = np.empty_like(kernel)
-    for index, view, kw in _reference_slices(op, inputs, attrs, kernel.shape):
+
+    def one_slice(job: Tuple[Any, Callable[[NDArray[Any]], NDArray[Any]], Dict[str, Any]]) -> Optional[CompareReport]:
+        index, view, kw = job
         with np.errstate(all="ignore"):  # inf and NaN inputs are cases too
             ref = np.asarray(spec.reference(**kw), dtype=np.float64)
         g_view, k_view = view(golden), view(kernel)
         g_view[index] = _round_to(ref, golden.dtype).reshape(g_view[index].shape)
-        bad = _agree(k_view[index], g_view[index], standard)
-        if bad is not None:
-            raise GoldenMismatchError(
-                f"{op}: the float64 reference and the compiled kernel disagree on this case; no golden "
-                f"is written.\n{bad}")
+        return _agree(k_view[index], g_view[index], standard)
+
+    # slices write disjoint parts of the golden; NumPy releases the GIL inside its loops
+    with ThreadPoolExecutor(max(1, _ops.get_num_threads())) as pool:
+        for bad in pool.map(one_slice, _reference_slices(op, inputs, attrs, kernel.shape)):
+            if bad is not None:
+                raise GoldenMismatchError(
+                    f"{op}: the float64 reference and the compiled kernel disagree on this case; no golden "
+                    f"is written.\n{bad}")
     return {spec.output: golden}
 
 
@@ -624,7 +644,7 @@ def _check_attrs(op: str, attrs: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def make_case(op: str, shapes: Union[Sequence[int], Sequence[Sequence[int]]], dtype: Any = "float32", *,
+def make_case(op: str, shapes: Union[int, Sequence[int], Sequence[Sequence[int]]], dtype: Any = "float32", *,
               seed: int = 0, range: Optional[Tuple[float, float]] = None, optional: Sequence[str] = (),
               ignore_fraction: float = 0.0, standard: Optional[str] = None, **attrs: Any) -> Case:
     """One case of `op` (a NumPy function name) with its golden.
@@ -645,6 +665,8 @@ def make_case(op: str, shapes: Union[Sequence[int], Sequence[Sequence[int]]], dt
     """
     if op not in OPS:
         raise ValueError(f"unknown operator {op!r}; one of {', '.join(OPS)}")
+    if isinstance(shapes, (int, np.integer)):
+        shapes = (int(shapes),)
     if shapes and all(isinstance(d, (int, np.integer)) for d in shapes):
         shape_list = [_shape(shapes)]
     else:
