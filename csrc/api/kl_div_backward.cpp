@@ -45,6 +45,10 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
                     "%s: reduction should be 0 (none), 1 (mean), 2 (sum) or 3 (batchmean), but got %lld.", kOp,
                     (long long)reduction);
 
+    AG_CHECK(check_max_rank(kOp, gradOutput, "gradOutput", kOpMaxRank));
+    AG_CHECK(check_max_rank(kOp, self, "self", kOpMaxRank));
+    AG_CHECK(check_max_rank(kOp, target, "target", kOpMaxRank));
+    AG_CHECK(check_max_rank(kOp, out, "out", kOpMaxRank));
     std::vector<int64_t> b;
     AG_CHECK(broadcast_shapes(kOp, self, "self", target, "target", &b));
     // gradOutput must broadcast to B itself: broadcast(gradOutput, B) == B

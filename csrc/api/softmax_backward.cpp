@@ -36,6 +36,7 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *output, int64_
     if (dim < -rank || dim >= rank)
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: provided dim %lld not in the range of input size %lld.", kOp,
                     (long long)dim, (long long)rank);
+    AG_CHECK(check_max_rank(kOp, gradOutput, "gradOutput", kOpMaxRank));  // output and out: same shape
     AG_CHECK(check_same_shape(kOp, output, "output", gradOutput, "gradOutput"));
     AG_CHECK(check_same_shape(kOp, out, "out", gradOutput, "gradOutput"));
     AG_CHECK(check_output_memory(kOp, out, "out", {{gradOutput, "gradOutput"}, {output, "output"}}, true));

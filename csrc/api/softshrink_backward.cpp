@@ -51,6 +51,8 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
     AG_CHECK(check_float_dtype(kOp, gradOutput, "gradOutput"));
     AG_CHECK(check_float_dtype(kOp, self, "self"));
     AG_CHECK(check_float_dtype(kOp, gradInput, "gradInput"));
+    AG_CHECK(check_max_rank(kOp, gradOutput, "gradOutput", kOpMaxRank));
+    AG_CHECK(check_max_rank(kOp, self, "self", kOpMaxRank));  // gradInput: their broadcast shape
     std::vector<int64_t> shape;
     AG_CHECK(broadcast_shapes(kOp, gradOutput, "gradOutput", self, "self", &shape));
     AG_CHECK(check_shape(kOp, gradInput, "gradInput", shape));
