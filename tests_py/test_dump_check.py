@@ -507,3 +507,12 @@ def test_tiny_internal_record_is_not_passed(made, capsys, tmp_path):
     c = calls[name]
     assert c["verdict"] == "not comparable" and "log_softmax(input)" in c["reason"]
     assert "passes only because" in c["reason"] and c["metrics"]["matched_ratio"] == 1.0
+
+
+def test_progress_line(capsys):
+    p = dump_check._Progress()
+    p(0, "Functional.softmax.0", 1e6)  # too soon after the start: nothing
+    p.last -= 10
+    p(4, "Functional.softmax.4", 5e6)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "dump-check: call 5 (Functional.softmax.4), 5 MB read" in err
