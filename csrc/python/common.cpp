@@ -204,6 +204,14 @@ TensorRef::TensorRef(py::array a) : a_(std::move(a)) {
     char *base = static_cast<char *>(const_cast<void *>(a_.data())) + lo * es;
     t_ = aclCreateTensor(shape.data(), nd, dt, strides.data(), -lo, ACL_FORMAT_ND, &storage, 1, base);
     if (!t_) raise_status(ACLNN_ERR_PARAM_INVALID);
+    base_ = base;
+    bytes_ = size_t(storage * es);
+    ascendgradMemcheckRegister(base_, bytes_, "NumPy array");
+}
+
+TensorRef::~TensorRef() {
+    aclDestroyTensor(t_);
+    ascendgradMemcheckUnregister(base_, bytes_);
 }
 
 std::vector<int64_t> shape_of(const py::array &a) { return {a.shape(), a.shape() + a.ndim()}; }
@@ -296,6 +304,7 @@ py::tuple phase1_result(aclnnStatus s, uint64_t ws, aclOpExecutor *ex, std::vect
     if (s != ACLNN_SUCCESS) return py::make_tuple(s, 0, py::none());
     PyExecutor e;
     e.handle = ex;
+    e.live = true;
     e.keep = std::move(keep);
     return py::make_tuple(s, ws, py::cast(std::move(e)));
 }
@@ -313,9 +322,11 @@ static aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspac
         ws = a.mutable_data();
     }
     aclOpExecutor *ex = nullptr;
+    PyExecutor *pe = nullptr;
     if (!executor.is_none()) {
         if (!py::isinstance<PyExecutor>(executor)) throw py::type_error("executor must be an aclnn.Executor or None");
-        ex = executor.cast<PyExecutor &>().handle;
+        pe = &executor.cast<PyExecutor &>();
+        ex = pe->handle;
     }
     aclrtStream st = nullptr;
     if (!stream.is_none()) {
@@ -326,6 +337,7 @@ static aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspac
         if (ex) ps.pending.push_back(executor);
         if (!workspace.is_none()) ps.pending.push_back(workspace);
     }
+    if (pe && !pe->repeatable) pe->live = false;  // phase 2 consumes a single-use executor, whatever its status
     py::gil_scoped_release nogil;
     return fn(ws, workspace_size, ex, st);
 }
@@ -426,12 +438,22 @@ void bind_common(py::module_ &m, py::module_ &raw) {
     raw.def(
         "set_executor_repeatable",
         [](py::object e) {
-            return aclSetAclOpExecutorRepeatable(e.is_none() ? nullptr : e.cast<PyExecutor &>().handle);
+            if (e.is_none()) return aclSetAclOpExecutorRepeatable(nullptr);
+            PyExecutor &pe = e.cast<PyExecutor &>();
+            const aclnnStatus s = aclSetAclOpExecutorRepeatable(pe.handle);
+            if (s == ACLNN_SUCCESS) pe.repeatable = true;
+            return s;
         },
         py::arg("executor"));
     raw.def(
         "destroy_executor",
-        [](py::object e) { return aclDestroyAclOpExecutor(e.is_none() ? nullptr : e.cast<PyExecutor &>().handle); },
+        [](py::object e) {
+            if (e.is_none()) return aclDestroyAclOpExecutor(nullptr);
+            PyExecutor &pe = e.cast<PyExecutor &>();
+            const aclnnStatus s = aclDestroyAclOpExecutor(pe.handle);
+            if (s == ACLNN_SUCCESS) pe.live = false;
+            return s;
+        },
         py::arg("executor"));
 }
 
