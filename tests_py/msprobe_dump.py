@@ -55,6 +55,11 @@ def main():
         x = leaf(3, n, 4)
         torch.softmax(x, 0).backward(torch.randn(3, n, 4).to(dt))  # the first dim
         name("Torch.softmax")
+        with torch.no_grad():  # the backward operator called on its own: a call with its own entry
+            y = torch.softmax(torch.randn(n, c).to(dt), 1)
+            torch._softmax_backward_data(torch.randn(n, c).to(dt), y, 1, dt)
+        name("Torch.softmax")
+        name("Torch._softmax_backward_data")
         x = leaf(n, c, scale=4.0)
         F.logsigmoid(x).backward(torch.randn(n, c).to(dt))
         name("Functional.logsigmoid")
@@ -83,6 +88,9 @@ def main():
                 up = up * x.numel()
             loss.backward(up.to(dt))
             true_grad("Functional.kl_div", x)
+        x = F.log_softmax(torch.randn(n, c), -1).to(dt).requires_grad_()
+        torch.kl_div(x, torch.rand(n, c).to(dt), 2, log_target=False).backward(torch.rand(()).to(dt) + 0.5)
+        true_grad("Torch.kl_div", x)  # reduction by its int code (2: sum)
     d.stop()
     d.step()
 

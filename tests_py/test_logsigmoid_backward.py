@@ -275,9 +275,21 @@ def test_dtype_errors():
     assert np.all(out == 9)
 
 
-def test_rank_above_8():
-    g = np.ones((1,) * 9, np.float32)
-    expect_error(161002, ["aclnnLogSigmoidBackward", "grad_output", "8 dimensions", "9"], g, g)
+@pytest.mark.parametrize("rank", [9, 25])
+def test_any_rank_an_acl_tensor_describes(rank):
+    # CANN's op_api has no rank limit here (a 9-D pair succeeds); an aclTensor holds 25 dims.
+    # Sizes 2 and 3 in many dims, transposed: no dims merge, the kernel walks every one.
+    shape = tuple(2 if (rank <= 12 or d % 2) else 1 for d in range(rank - 1)) + (3,)
+    g, x = make(shape, np.float32, seed=rank)
+    g, x = g.T, x.T  # reversed strides
+    got = ascendgrad.log_sigmoid_backward(g, x)
+    want = ref.log_sigmoid_backward(g.astype(np.float64), x.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=RTOL[np.float32], atol=1e-30)
+
+
+def test_rank_above_25():
+    g = np.ones((1,) * 26, np.float32)
+    expect_error(161002, ["aclnnLogSigmoidBackward", "grad_output", "25 dimensions", "26"], g, g)
 
 
 def test_out_partial_overlap_is_rejected_and_untouched():

@@ -204,6 +204,14 @@ TensorRef::TensorRef(py::array a) : a_(std::move(a)) {
     char *base = static_cast<char *>(const_cast<void *>(a_.data())) + lo * es;
     t_ = aclCreateTensor(shape.data(), nd, dt, strides.data(), -lo, ACL_FORMAT_ND, &storage, 1, base);
     if (!t_) raise_status(ACLNN_ERR_PARAM_INVALID);
+    base_ = base;
+    bytes_ = size_t(storage * es);
+    ascendgradMemcheckRegister(base_, bytes_, "NumPy array");
+}
+
+TensorRef::~TensorRef() {
+    aclDestroyTensor(t_);
+    ascendgradMemcheckUnregister(base_, bytes_);
 }
 
 std::vector<int64_t> shape_of(const py::array &a) { return {a.shape(), a.shape() + a.ndim()}; }
@@ -221,9 +229,11 @@ py::array as_input(py::handle obj, const char *name) {
 }
 
 bool is_weak(py::handle obj) {
-    if (py::isinstance(obj, numpy().attr("generic"))) return false;  // np.float64 is a float too
+    static PyObject *generic = numpy_type("generic");
     PyObject *p = obj.ptr();
-    return PyLong_Check(p) || PyFloat_Check(p) || PyComplex_Check(p) || PyList_Check(p) || PyTuple_Check(p);
+    if (!(PyLong_Check(p) || PyFloat_Check(p) || PyComplex_Check(p) || PyList_Check(p) || PyTuple_Check(p)))
+        return false;  // arrays, tensors: the common case, decided without a call into NumPy
+    return PyObject_IsInstance(p, generic) != 1;  // np.float64 is a float too
 }
 
 py::array as_input_like(py::handle obj, const char *name, const py::array &like) {
@@ -249,10 +259,11 @@ bool is_float(const py::dtype &dt) {
 
 void check_same_float_dtype(const char *op, const py::array &a, const char *a_name, const py::array &b,
                             const char *b_name) {
-    const py::dtype da = a.dtype(), db = b.dtype();
     // a scalar only: NumPy's promotion rules are what a user may expect there (arrays get the
     // library's message)
-    if (a.ndim() != 0 || !is_float(da) || !is_float(db) || acl_dtype(da) == acl_dtype(db)) return;
+    if (a.ndim() != 0) return;
+    const py::dtype da = a.dtype(), db = b.dtype();
+    if (!is_float(da) || !is_float(db) || acl_dtype(da) == acl_dtype(db)) return;
     const std::string want = py::str(db).cast<std::string>();
     throw AclnnFailure(ACLNN_ERR_PARAM_INVALID,
                        std::string(op) + ": " + a_name + " is " + py::str(da).cast<std::string>() + " but " + b_name +
@@ -293,6 +304,7 @@ py::tuple phase1_result(aclnnStatus s, uint64_t ws, aclOpExecutor *ex, std::vect
     if (s != ACLNN_SUCCESS) return py::make_tuple(s, 0, py::none());
     PyExecutor e;
     e.handle = ex;
+    e.live = true;
     e.keep = std::move(keep);
     return py::make_tuple(s, ws, py::cast(std::move(e)));
 }
@@ -310,9 +322,11 @@ static aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspac
         ws = a.mutable_data();
     }
     aclOpExecutor *ex = nullptr;
+    PyExecutor *pe = nullptr;
     if (!executor.is_none()) {
         if (!py::isinstance<PyExecutor>(executor)) throw py::type_error("executor must be an aclnn.Executor or None");
-        ex = executor.cast<PyExecutor &>().handle;
+        pe = &executor.cast<PyExecutor &>();
+        ex = pe->handle;
     }
     aclrtStream st = nullptr;
     if (!stream.is_none()) {
@@ -323,6 +337,7 @@ static aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspac
         if (ex) ps.pending.push_back(executor);
         if (!workspace.is_none()) ps.pending.push_back(workspace);
     }
+    if (pe && !pe->repeatable) pe->live = false;  // phase 2 consumes a single-use executor, whatever its status
     py::gil_scoped_release nogil;
     return fn(ws, workspace_size, ex, st);
 }
@@ -423,12 +438,22 @@ void bind_common(py::module_ &m, py::module_ &raw) {
     raw.def(
         "set_executor_repeatable",
         [](py::object e) {
-            return aclSetAclOpExecutorRepeatable(e.is_none() ? nullptr : e.cast<PyExecutor &>().handle);
+            if (e.is_none()) return aclSetAclOpExecutorRepeatable(nullptr);
+            PyExecutor &pe = e.cast<PyExecutor &>();
+            const aclnnStatus s = aclSetAclOpExecutorRepeatable(pe.handle);
+            if (s == ACLNN_SUCCESS) pe.repeatable = true;
+            return s;
         },
         py::arg("executor"));
     raw.def(
         "destroy_executor",
-        [](py::object e) { return aclDestroyAclOpExecutor(e.is_none() ? nullptr : e.cast<PyExecutor &>().handle); },
+        [](py::object e) {
+            if (e.is_none()) return aclDestroyAclOpExecutor(nullptr);
+            PyExecutor &pe = e.cast<PyExecutor &>();
+            const aclnnStatus s = aclDestroyAclOpExecutor(pe.handle);
+            if (s == ACLNN_SUCCESS) pe.live = false;
+            return s;
+        },
         py::arg("executor"));
 }
 

@@ -39,7 +39,7 @@ py::dtype bfloat16_dtype();
 class TensorRef {
 public:
     explicit TensorRef(py::array a);
-    ~TensorRef() { aclDestroyTensor(t_); }
+    ~TensorRef();
     TensorRef(const TensorRef &) = delete;
     TensorRef &operator=(const TensorRef &) = delete;
     aclTensor *get() const { return t_; }
@@ -48,6 +48,8 @@ public:
 private:
     py::array a_;
     aclTensor *t_ = nullptr;
+    const void *base_ = nullptr;  // the bytes the view spans, a known allocation to memcheck
+    size_t bytes_ = 0;
 };
 
 // An array-like as an ndarray the kernels can read in place: ndarrays are used as they are
@@ -102,9 +104,19 @@ struct PyTensor {
     std::unique_ptr<TensorRef> ref;
 };
 
+// Owns its executor until phase 2 consumes it (single-use) or destroy_executor: an executor
+// that is never run is destroyed with the Python object, not leaked.
 struct PyExecutor {
     aclOpExecutor *handle = nullptr;
+    bool live = false, repeatable = false;
     std::vector<py::object> keep;  // tensors the executor reads and writes
+    PyExecutor() = default;
+    PyExecutor(PyExecutor &&o) noexcept
+        : handle(o.handle), live(std::exchange(o.live, false)), repeatable(o.repeatable), keep(std::move(o.keep)) {}
+    PyExecutor &operator=(PyExecutor &&) = delete;
+    ~PyExecutor() {
+        if (live) aclDestroyAclOpExecutor(handle);
+    }
 };
 
 aclTensor *tensor_arg(py::handle obj, const char *name);  // None -> NULL

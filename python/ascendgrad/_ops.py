@@ -65,8 +65,8 @@ def log_sigmoid_backward(
     Args:
         grad_output: upstream gradient g, x's shape and dtype (a Python number or sequence
             takes x's dtype).
-        x: the forward's input, rank 0..8; float16, bfloat16 (``ml_dtypes.bfloat16``), float32
-            or float64.
+        x: the forward's input, rank 0..25 (as CANN, no limit of its own); float16, bfloat16
+            (``ml_dtypes.bfloat16``), float32 or float64.
         buffer: the forward's intermediate (PyTorch's ``log_sigmoid_forward`` buffer); accepted
             for parity and ignored, as in CANN (``None``: x is passed, the C API wants one).
         out: optional array of x's shape and any of the four float dtypes; may be
@@ -78,7 +78,7 @@ def log_sigmoid_backward(
 
     Raises:
         AclnnError: status 161002 for mismatched shapes or dtypes, unsupported dtypes,
-            rank > 8, or ``out`` partially overlapping an input.
+            rank > 25, or ``out`` partially overlapping an input.
         TypeError: non-numeric input.
     """
     return _core.log_sigmoid_backward(grad_output, x, buffer, out)

@@ -32,6 +32,8 @@ autograd node of the call (w.r.t. log_softmax(input) for cross_entropy; w.r.t. t
 for kl_div; a 0-D tensor where that node is a scalar one), not the input gradient an NPU's fused
 kernel records. Such a record is ``not comparable``; when it matches a known internal-node
 gradient, the reason says which, so that the user knows the dump, not the kernel, is the cause.
+Gradients far below a standard's absolute tolerance pass whatever they hold: a record that passes
+but lies at least 4 times nearer a known internal-node gradient than the golden is named too.
 
 Verdicts: ``pass``, ``fail`` (the worst element named: index, dumped and golden values, the
 metric that failed), ``not comparable`` (with the reason). Exit status: 0 when no call fails, 1
@@ -42,7 +44,8 @@ Safety: ``.pt`` files are read with ``torch.load(weights_only=True)`` (no arbitr
 without torch installed a ``.pt`` dump is refused with a message saying to install it), ``.npy``
 with ``allow_pickle=False``; a ``data_name`` resolving outside ``dump_tensor_data/`` is refused;
 truncated files, dtype or shape disagreeing with ``dump.json`` and missing entries are reasons
-of the call concerned. Calls are read one at a time: memory is bounded by the largest call.
+of the call concerned. Calls are streamed: one is read (and its golden computed) while the one
+before is judged on the other core, so at most two calls are in memory, whatever the dump's size.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -187,7 +191,9 @@ def _load_tensor(path: str, name: str) -> np.ndarray:
         try:
             arr = np.load(path, allow_pickle=False)
         except ValueError as e:
-            raise NotComparable(f"{name}: not a plain array file ({e}); refused") from None
+            if "pickle" in str(e):
+                raise NotComparable(f"{name}: not a plain array file (it holds Python objects); refused") from None
+            raise NotComparable(f"{name}: truncated or unreadable ({e})") from None
         except (OSError, EOFError) as e:
             raise NotComparable(f"{name}: truncated or unreadable ({e})") from None
         if arr.dtype.kind == "V" and arr.dtype.names is None and arr.dtype.itemsize == 2:
@@ -377,13 +383,27 @@ def _elementwise(op: str) -> Callable[[str, Dict[str, Any], Dict[str, Any], Read
             lambd = a.value("lambd", 0.5)
             if not isinstance(lambd, (int, float)) or isinstance(lambd, bool) or not lambd >= 0:
                 raise NotComparable(f"{api}: lambd {lambd!r} is not a number >= 0")
-            golden = reference.softshrink_backward(g, x, float(lambd))
+            golden = _softshrink_golden(g, x, float(lambd), dumped)
             return Prepared(op, {"grad_output": g, "x": x}, {"lambd": float(lambd)}, golden, dumped,
                             "backward output[0]", x.shape, others)
         return Prepared(op, {"grad_output": g, "x": x}, {}, reference.log_sigmoid_backward(g, x), dumped,
                         "backward output[0]", x.shape, others)
 
     return prep
+
+
+def _softshrink_golden(g: np.ndarray, x: np.ndarray, lambd: float, dumped: Optional[np.ndarray]) -> np.ndarray:
+    """The golden gradient; where |x| lies between λ and λ rounded to x's dtype (PyTorch compares
+    with the rounded λ, the aclnn API takes λ as float32) either answer is right: the one nearer
+    the dumped value is taken."""
+    golden = reference.softshrink_backward(g, x, lambd)
+    lam_dt = float(np.asarray(lambd, dtype=np.float64).astype(x.dtype))
+    if lam_dt == lambd or dumped is None or dumped.shape != golden.shape:
+        return golden
+    alt = reference.softshrink_backward(g, x, lam_dt)
+    d = dumped.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(d - alt) < np.abs(d - golden), alt, golden)
 
 
 def _ce_args(a: Args, reader: Reader, api: str) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray], str, int, float]:
@@ -600,18 +620,27 @@ def _prepare(call: Call, reader: Reader) -> Prepared:
     return _BACKWARD_OPS[call.api](call.name, call.fwd, call.bwd, reader)
 
 
-def _internal_match(p: Prepared, standard: str) -> Optional[str]:
-    """Which known internal-node gradient one of the records matches (under the standard), if any."""
+def _internal_match(p: Prepared, standard: str, closer: bool = False) -> Optional[str]:
+    """Which known internal-node gradient one of the records matches (under the standard), if any.
+    ``closer``: for a record that passed, only one at least 4 times nearer the internal-node
+    gradient than the golden (tiny gradients, all within the tolerance, cannot tell them apart)."""
     records = ([(p.dumped_what, p.dumped)] if p.dumped is not None else []) + \
         [(f"backward {w}", v) for w, v in p.other_records]
     for where, rec in records:
         for cand in p.internal:
             if rec.shape != cand.value.shape:
                 continue
+            if closer:
+                r = rec.astype(np.float64)
+                with np.errstate(invalid="ignore"):
+                    to_golden, to_cand = np.nanmax(np.abs(r - p.golden), initial=0.0), \
+                        np.nanmax(np.abs(r - cand.value), initial=0.0)
+                if not to_cand * 4 < to_golden:
+                    continue
             try:
-                if _compare_scored(rec, cand.value, standard=standard)[0].passed:
+                if _compare_scored(rec, cand.value, standard=standard, worst=0, ulp_stats=False)[0].passed:
                     return f"the record ({where}) is {cand.what}, as msprobe writes it on CPU"
-            except (ValueError, TypeError):
+            except ValueError:  # e.g. a dtype no standard has thresholds for
                 continue
     return None
 
@@ -619,11 +648,18 @@ def _internal_match(p: Prepared, standard: str) -> Optional[str]:
 def check_call(call: Call, reader: Reader, standard: str, want_score: bool = False
                ) -> Tuple[CallResult, Optional[Prepared], Optional[np.ndarray]]:
     """Judge one call: (result, prepared arrays or None, per-element score or None)."""
-    step, rank = call.rank.step, call.rank.rank
     try:
-        p = _prepare(call, reader)
+        p: Union[Prepared, NotComparable] = _prepare(call, reader)
     except NotComparable as e:
-        return CallResult(call.name, step, rank, None, None, NC, str(e), {}, None), None, None
+        p = e
+    return _judge(call, p, standard, want_score)
+
+
+def _judge(call: Call, p: Union[Prepared, NotComparable], standard: str, want_score: bool
+           ) -> Tuple[CallResult, Optional[Prepared], Optional[np.ndarray]]:
+    step, rank = call.rank.step, call.rank.rank
+    if isinstance(p, NotComparable):
+        return CallResult(call.name, step, rank, None, None, NC, str(p), {}, None), None, None
     shape = list(p.input_shape)
     if p.dumped is None:
         why = f"no gradient recorded for the input ({p.dumped_what} is empty)"
@@ -638,8 +674,14 @@ def check_call(call: Call, reader: Reader, standard: str, want_score: bool = Fal
                f"{list(p.golden.shape)}")
         hint = _internal_match(p, standard)
         return CallResult(call.name, step, rank, dt, shape, NC, why + ("; " + hint if hint else ""), {}, None), p, None
-    report, score = _compare_scored(p.dumped, p.golden, standard=standard, worst=1)
+    report, score = _compare_scored(p.dumped, p.golden, standard=standard, worst=1, ulp_stats=False)
     worst = _worst(report)
+    hint = _internal_match(p, standard, closer=True) if report.passed and p.internal else None
+    if hint:
+        return CallResult(call.name, step, rank, dt, shape, NC,
+                          f"{hint}: it passes only because its values are within the standard's absolute "
+                          f"tolerance, and it is nearer that gradient than the input gradient",
+                          dict(report.metrics), worst), p, (score if want_score else None)
     if report.passed:
         return CallResult(call.name, step, rank, dt, shape, PASS, "", dict(report.metrics), worst), p, \
             (score if want_score else None)
@@ -700,18 +742,36 @@ def check_dump(root: str, *, standard: str = DEFAULT_STANDARD, api: Optional[str
     ranks = find_ranks(root)
     results: List[CallResult] = []
     nbytes = 0
-    k = 0
-    for rank in ranks:
-        meta = _read_dump_json(rank)
-        reader = Reader(rank, meta)
-        for call in _calls(rank, meta["data"], api):
-            res, prep, score = check_call(call, reader, standard, want_score)
-            results.append(res)
-            if on_call is not None:
-                on_call(call, res, prep, score, nbytes + reader.nbytes, k)
-            k += 1
-            del prep, score
-        nbytes += reader.nbytes
+    # two stages on two cores: this thread reads call k + 1 and computes its golden while a worker
+    # judges call k (NumPy and torch release the GIL); at most two calls are in memory
+    pending: Optional[Tuple[Call, "Future[Tuple[CallResult, Optional[Prepared], Optional[np.ndarray]]]"]] = None
+
+    def finish() -> None:
+        assert pending is not None
+        call, fut = pending
+        res, prep, score = fut.result()
+        results.append(res)
+        if on_call is not None:
+            on_call(call, res, prep, score, nbytes, len(results) - 1)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for rank in ranks:
+            meta = _read_dump_json(rank)
+            reader = Reader(rank, meta)
+            for call in _calls(rank, meta["data"], api):
+                before = reader.nbytes
+                try:
+                    p: Union[Prepared, NotComparable] = _prepare(call, reader)
+                except NotComparable as e:
+                    p = e
+                if pending is not None:
+                    finish()
+                nbytes += reader.nbytes - before
+                pending = (call, pool.submit(_judge, call, p, standard, want_score))
+                del p
+            if pending is not None:
+                finish()
+                pending = None
     return DumpResult(standard, root, results, nbytes, time.perf_counter() - t0)
 
 
@@ -816,8 +876,8 @@ def arr(name):
     return load(HERE / f"{{name}}.npy")[""]
 
 
-{body}
 dumped = arr("dumped_grad")
+{body}
 print("ascendgrad kernel vs golden:", "PASSED" if compare(ours, golden, standard="{standard}") else "FAILED")
 report = compare(dumped, golden, standard="{standard}")
 print("dumped gradient vs golden:")
@@ -834,6 +894,10 @@ golden = reference.log_sigmoid_backward(g, x)
 ours = ascendgrad.log_sigmoid_backward(g, x)''',
     "softshrink_backward": '''g, x = arr("grad_output"), arr("x")
 golden = reference.softshrink_backward(g, x, {lambd!r})
+# PyTorch compares |x| with lambd rounded to x's dtype: between the two, either gradient is right
+alt = reference.softshrink_backward(g, x, float(np.float64({lambd!r}).astype(x.dtype)))
+d = dumped.astype(np.float64)
+golden = np.where(np.abs(d - alt) < np.abs(d - golden), alt, golden)
 ours = ascendgrad.softshrink_backward(g, x, {lambd!r})''',
     "cross_entropy_loss_grad": '''g, x, target = arr("grad_loss"), arr("x"), arr("target")
 weight = arr("weight") if (HERE / "weight.npy").exists() else None
@@ -907,7 +971,7 @@ class _Progress:
         if now - self.last < (0.2 if self.tty else 2.0):
             return
         self.last = now
-        line = f"dump-check: {k + 1} calls, {nbytes / 1e6:.0f} MB read, {now - self.t0:.1f} s ({name})"
+        line = f"dump-check: call {k + 1} ({name}), {nbytes / 1e6:.0f} MB read, {now - self.t0:.1f} s"
         sys.stderr.write(("\r" + line[:100].ljust(100)) if self.tty else line + "\n")
         sys.stderr.flush()
         self.shown = True
