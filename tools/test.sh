@@ -75,9 +75,12 @@ fi
 # ---- the shared build: pip install with the C++ tests in the same build dir ----
 jobs="${ASCENDGRAD_JOBS:-$(nproc)}"
 export CMAKE_BUILD_PARALLEL_LEVEL="$jobs"
-if command -v ccache >/dev/null 2>&1; then  # used where present (repeated local runs), never required
-  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
-fi
+# Every compilation through tools/build_time.py's launcher, which records its CPU time (printed per
+# stage after each build: a build-time regression shows on the day it lands), then ccache where
+# present (repeated local runs; never required).
+launcher="$(command -v python);$PWD/tools/build_time.py;--launch"
+if command -v ccache >/dev/null 2>&1; then launcher="$launcher;ccache"; fi
+export CMAKE_CXX_COMPILER_LAUNCHER="$launcher" CMAKE_C_COMPILER_LAUNCHER="$launcher"
 if want ctest || want pytest || want memcheck; then
   banner "install: pip packages, then ascendgrad[test] with the C++ tests (one Release build)"
   t=$SECONDS
@@ -85,7 +88,7 @@ if want ctest || want pytest || want memcheck; then
   python -m pip install -q cmake ninja
   python -m pip install ".[test]" -Ccmake.define.ASCENDGRAD_BUILD_TESTS=ON
   build=$(ls -td build/*/CMakeCache.txt | head -1 | xargs dirname)
-  python tools/build_time.py "$build" 2>/dev/null || true
+  python tools/build_time.py "$build" --top 5 || true
   finish_stage install $t
 fi
 
@@ -114,6 +117,7 @@ if want sanitizers; then
   banner "sanitizers: ASan+UBSan, TSan, fuzzing (tools/reliability.sh)"
   t=$SECONDS
   bash tools/reliability.sh
+  for d in build/rel-asan build/rel-tsan; do python tools/build_time.py "$d" --top 3 || true; done
   finish_stage sanitizers $t
 fi
 
