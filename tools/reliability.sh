@@ -11,12 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! printf 'extern "C" int LLVMFuzzerTestOneInput(const char *, long) { return 0; }\n' |
-    clang++ -x c++ -fsanitize=fuzzer,address,undefined -o /dev/null - 2>/dev/null; then
-  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq clang libclang-rt-dev
-fi
+# the packages (clang, libomp-dev, libclang-rt-dev, libgtest-dev) are checked for and installed by
+# tools/test.sh, which runs this script as its "sanitizers" stage: bash tools/test.sh sanitizers
 
 jobs="${ASCENDGRAD_JOBS:-$(nproc)}"
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
