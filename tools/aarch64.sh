@@ -78,15 +78,24 @@ python_root() {
     libuuid1 libnsl2 libtirpc3 libgssapi-krb5-2 libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0 \
     libcom-err2))
   for deb in $out/debs/*.deb; do dpkg-deb -x "$deb" "$pyroot"; done
+  # Debian's pyconfig.h includes <aarch64-linux-gnu/python3.11/pyconfig.h>, found through
+  # /usr/include on an arm64 system: here through the one include folder CMake passes
+  ln -s ../aarch64-linux-gnu "$pyroot/usr/include/python3.11/aarch64-linux-gnu"
   python -m pip install -q --target "$pysite" --platform manylinux2014_aarch64 --python-version 3.11 \
     --implementation cp --only-binary=:all: numpy ml_dtypes pytest
 }
 if [ $python = 1 ]; then
   [ -x "$pyroot/usr/bin/python3.11" ] && [ -d "$pysite/numpy" ] || stage "arm64 CPython, numpy" python_root
   qemu=$(command -v qemu-aarch64 || command -v qemu-aarch64-static)
-  # the interpreter as CMake and the tests call it (PYTHONPATH: the package, then the wheels)
-  printf '#!/bin/sh\nPYTHONPATH="%s:%s${PYTHONPATH:+:$PYTHONPATH}" exec %s -L %s %s "$@"\n' \
-    "$PWD/$out/py-pkg" "$pysite" "$qemu" "$pyroot" "$pyroot/usr/bin/python3.11" >"$arm_python"
+  # the interpreter as CMake and the tests call it (PYTHONPATH: the package, the wheels, and a
+  # sitecustomize that makes sys.executable this script: this host runs no arm64 binary by itself,
+  # so tests that start `sys.executable` must go through qemu too)
+  mkdir -p $out/py-shim
+  printf 'import os, sys\nsys.executable = os.environ.get("AG_ARM64_PYTHON", sys.executable)\n' \
+    >$out/py-shim/sitecustomize.py
+  printf '#!/bin/sh\nAG_ARM64_PYTHON="%s" PYTHONPATH="%s:%s:%s${PYTHONPATH:+:$PYTHONPATH}" exec %s -L %s %s "$@"\n' \
+    "$arm_python" "$PWD/$out/py-shim" "$PWD/$out/py-pkg" "$pysite" "$qemu" "$pyroot" "$pyroot/usr/bin/python3.11" \
+    >"$arm_python"
   chmod +x "$arm_python"
   python -c "import pybind11" 2>/dev/null || python -m pip install -q pybind11
 fi
@@ -105,8 +114,41 @@ build_suite() {
 stage "cross-build (library and tests)" build_suite
 
 
+# QEMU's user mode (7.2, Debian 12) aborts a forked child of a multithreaded process when the
+# child starts a thread (assertion "cpu == current_cpu"), which Fork.ParentStreamsAreNotLiveInTheChild
+# does (a stream is a thread). This probe does the same in a few lines of C: where it passes under
+# this qemu, nothing is excluded.
+fork_probe() {
+  cat >$out/fork_probe.c <<'EOF'
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *nap(void *a) { usleep(200000); return a; }
+int main(void) {
+    pthread_t t, u;
+    pthread_create(&t, 0, nap, 0);
+    pid_t p = fork();
+    if (p == 0) _exit(pthread_create(&u, 0, nap, 0) || pthread_join(u, 0));
+    int st = 0;
+    waitpid(p, &st, 0);
+    pthread_join(t, 0);
+    return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+EOF
+  aarch64-linux-gnu-gcc -O1 -pthread $out/fork_probe.c -o $out/fork_probe &&
+    $(command -v qemu-aarch64 || command -v qemu-aarch64-static) -L /usr/aarch64-linux-gnu $out/fork_probe >/dev/null 2>&1
+}
+exclude=()
+if ! fork_probe; then
+  echo "excluded under qemu: Fork.ParentStreamsAreNotLiveInTheChild (this qemu-aarch64 aborts a thread started in a forked child of a multithreaded process; $out/fork_probe.c)"
+  exclude=(-E '^Fork[.]ParentStreamsAreNotLiveInTheChild$')
+fi
 log=$out/ctest.log
-stage "ctest under qemu-aarch64" bash -c "set -o pipefail; ctest --test-dir $out/ctest --output-on-failure -j $jobs | tee $log"
+ctest_qemu() {
+  ctest --test-dir $out/ctest --output-on-failure -j "$jobs" "${exclude[@]}" | tee $log
+  return "${PIPESTATUS[0]}"
+}
+stage "ctest under qemu-aarch64" ctest_qemu
 
 python_tests() {
   # the package as the wheel lays it out: the Python sources, _core and lib/libascendgrad.so
