@@ -1,7 +1,8 @@
 // Per-call overhead of the two-phase C API on a tiny tensor (1 x 8 float32): phase 1
 // (aclnnXxxGetWorkspaceSize) plus phase 2 (aclnnXxx) of each operator, over tensors created once,
-// as host code calls it in a training step. Prints one JSON object: nanoseconds per call (median
-// of 7 batches). bench.py builds it with the compiler against the installed package:
+// as host code calls it in a training step, over aclrtMalloc memory filled by aclrtMemcpy (so that
+// bench/memcheck_overhead.sh can time it with ASCENDGRAD_MEMCHECK=1 too). Prints one JSON object:
+// nanoseconds per call (median of 7 batches). bench.py builds it with the compiler against the installed package:
 //   g++ -O2 -std=c++17 bench/overhead.cpp -I<include_dir> -L<lib_dir> -Wl,-rpath,<lib_dir> -lascendgrad
 #include <algorithm>
 #include <chrono>
@@ -22,9 +23,23 @@ float g[8] = {1, 2, 3, 4, 5, 6, 7, 8}, x[8] = {-0.1f, -0.2f, -0.3f, -0.4f, -0.5f
 float scalar = 0.5f;
 int64_t label = 3;
 
-aclTensor *tensor(const std::vector<int64_t> &shape, aclDataType dt, void *data) {
+std::vector<void *> device_buffers;
+
+// A device copy of `bytes` bytes at host.
+void *device(const void *host, size_t bytes) {
+    void *d = nullptr;
+    if (aclrtMalloc(&d, bytes, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
+        aclrtMemcpy(d, bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS) {
+        std::fprintf(stderr, "aclrtMalloc/aclrtMemcpy failed\n");
+        std::exit(1);
+    }
+    device_buffers.push_back(d);
+    return d;
+}
+
+aclTensor *tensor(const std::vector<int64_t> &shape, aclDataType dt, const void *host, size_t bytes) {
     return aclCreateTensor(shape.data(), shape.size(), dt, nullptr, 0, ACL_FORMAT_ND, shape.data(), shape.size(),
-                           data);
+                           device(host, bytes));
 }
 
 template <class F>
@@ -51,8 +66,9 @@ void check(aclnnStatus s) {
 
 int main(int argc, char **argv) {
     const int iters = argc > 1 ? std::atoi(argv[1]) : 20000;
-    aclTensor *tg = tensor({1, 8}, ACL_FLOAT, g), *tx = tensor({1, 8}, ACL_FLOAT, x), *to = tensor({1, 8}, ACL_FLOAT, out);
-    aclTensor *gl = tensor({}, ACL_FLOAT, &scalar), *tt = tensor({1}, ACL_INT64, &label);
+    aclTensor *tg = tensor({1, 8}, ACL_FLOAT, g, sizeof g), *tx = tensor({1, 8}, ACL_FLOAT, x, sizeof x);
+    aclTensor *to = tensor({1, 8}, ACL_FLOAT, out, sizeof out);
+    aclTensor *gl = tensor({}, ACL_FLOAT, &scalar, sizeof scalar), *tt = tensor({1}, ACL_INT64, &label, sizeof label);
     aclScalar *lambd = aclCreateScalar(&scalar, ACL_FLOAT);
     char mean[] = "mean";
     uint64_t ws = 0;
@@ -84,5 +100,6 @@ int main(int argc, char **argv) {
                 softmax, logsigmoid, softshrink, ce, kl);
     aclDestroyTensor(tg), aclDestroyTensor(tx), aclDestroyTensor(to), aclDestroyTensor(gl), aclDestroyTensor(tt);
     aclDestroyScalar(lambd);
+    for (void *d : device_buffers) aclrtFree(d);
     return 0;
 }

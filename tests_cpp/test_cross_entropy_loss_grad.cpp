@@ -595,8 +595,14 @@ TEST(CrossEntropyLossGradStatus, EveryFailurePathHasStatusAndMessage) {
     // tensors the library cannot use
     {
         Ce p = base();
+        p.lp = HostTensor(Shape(26, 1), ACL_FLOAT);  // beyond what an aclTensor describes (no limit of its own)
+        EXPECT_FAILS(p, ACLNN_ERR_PARAM_INVALID, "The logProb tensor cannot be larger than 25 dimensions, but got 26.");
+    }
+    {
+        Ce p = base();
         p.lp = HostTensor(Shape(9, 1), ACL_FLOAT);
-        EXPECT_FAILS(p, ACLNN_ERR_PARAM_INVALID, "The logProb tensor cannot be larger than 8 dimensions, but got 9.");
+        EXPECT_FAILS(p, ACLNN_ERR_PARAM_INVALID,
+                     "Expected 2 dimension input, but got logProb with sizes [1, 1, 1, 1, 1, 1, 1, 1, 1].");
     }
     {
         Ce p = base();

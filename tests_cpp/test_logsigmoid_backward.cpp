@@ -125,8 +125,11 @@ TEST(LogSigmoidBackwardStatus, EveryFailurePathHasStatusAndMessage) {
     HostTensor out_i32({2, 3}, ACL_INT32), out_i64({2, 3}, ACL_INT64), out_bool({2, 3}, ACL_BOOL);
     HostTensor x_32({3, 2}, ACL_FLOAT), out_24({2, 4}, ACL_FLOAT), out_6({6}, ACL_FLOAT);
     HostTensor g_20({2, 0}, ACL_FLOAT), x_0({0}, ACL_FLOAT), out_20({2, 0}, ACL_FLOAT);
-    const Shape r9 = {1, 2, 1, 1, 1, 1, 1, 1, 3};
-    HostTensor g9(r9, ACL_FLOAT), x9(r9, ACL_FLOAT), out9(r9, ACL_FLOAT);
+    const Shape r9 = {1, 2, 1, 1, 1, 1, 1, 1, 3};  // accepted alone (no rank limit), but not [2, 3]
+    HostTensor x9(r9, ACL_FLOAT), out9(r9, ACL_FLOAT);
+    Shape r26(26, 1);  // beyond the 25 dims an aclTensor describes
+    r26[1] = 2, r26[25] = 3;
+    HostTensor g26(r26, ACL_FLOAT), x26(r26, ACL_FLOAT), out26(r26, ACL_FLOAT);
     // numel 2^32 * 2^32 overflows int64; creation succeeds, the operator rejects it.
     const Shape huge = {int64_t(1) << 32, int64_t(1) << 32}, zero_strides = {0, 0};
     float cell = 0;
@@ -177,12 +180,16 @@ TEST(LogSigmoidBackwardStatus, EveryFailurePathHasStatusAndMessage) {
          "aclnnLogSigmoidBackward: Expected a proper Tensor but got null for argument gradInput.", {}},
         {"all NULL: first argument named", op(nullptr, nullptr, nullptr, nullptr), false, false,
          ACLNN_ERR_PARAM_NULLPTR, "", {kOp, "argument gradOutput."}},
-        {"rank 9", op(g9.t(), x9.t(), buf.t(), out9.t()), false, false, ACLNN_ERR_PARAM_INVALID,
-         "aclnnLogSigmoidBackward: The gradOutput tensor cannot be larger than 8 dimensions, but got 9.", {}},
-        {"self rank 9", op(g.t(), x9.t(), buf.t(), out.t()), false, false, ACLNN_ERR_PARAM_INVALID, "",
-         {kOp, "self", "8 dimensions", "9"}},
-        {"gradInput rank 9", op(g.t(), x.t(), buf.t(), out9.t()), false, false, ACLNN_ERR_PARAM_INVALID, "",
-         {kOp, "gradInput", "9"}},
+        {"rank 26", op(g26.t(), x26.t(), buf.t(), out26.t()), false, false, ACLNN_ERR_PARAM_INVALID,
+         "aclnnLogSigmoidBackward: The gradOutput tensor cannot be larger than 25 dimensions, but got 26.", {}},
+        {"self rank 26", op(g.t(), x26.t(), buf.t(), out.t()), false, false, ACLNN_ERR_PARAM_INVALID, "",
+         {kOp, "self", "25 dimensions", "26"}},
+        {"gradInput rank 26", op(g.t(), x.t(), buf.t(), out26.t()), false, false, ACLNN_ERR_PARAM_INVALID, "",
+         {kOp, "gradInput", "25 dimensions", "26"}},
+        {"self rank 9 vs [2, 3]", op(g.t(), x9.t(), buf.t(), out.t()), false, false, ACLNN_ERR_PARAM_INVALID, "",
+         {kOp, "self", "[1, 2, 1, 1, 1, 1, 1, 1, 3]"}},
+        {"gradInput rank 9 vs [2, 3]", op(g.t(), x.t(), buf.t(), out9.t()), false, false, ACLNN_ERR_PARAM_INVALID,
+         "", {kOp, "gradInput", "[1, 2, 1, 1, 1, 1, 1, 1, 3]"}},
         {"numel overflow", op(gh, xh, buf.t(), oh), false, false, ACLNN_ERR_PARAM_INVALID, "",
          {kOp, "gradOutput", "[4294967296, 4294967296]"}},
         {"no data", op(g_nodata, x.t(), buf.t(), out.t()), false, false, ACLNN_ERR_PARAM_NULLPTR, "",
@@ -228,7 +235,7 @@ TEST(LogSigmoidBackwardStatus, EveryFailurePathHasStatusAndMessage) {
     for (const Case &c : cases) {
         SCOPED_TRACE(c.name);
         take_error();  // start clean
-        for (HostTensor *t : {&out, &out_24, &out_6, &out9}) t->fill_storage(7.0);  // canaries
+        for (HostTensor *t : {&out, &out_24, &out_6, &out9, &out26}) t->fill_storage(7.0);  // canaries
         std::fill(mem.begin(), mem.end(), 1.0f);
         uint64_t ws = 777;
         aclOpExecutor *sentinel = reinterpret_cast<aclOpExecutor *>(uintptr_t(0x5150));
@@ -240,7 +247,7 @@ TEST(LogSigmoidBackwardStatus, EveryFailurePathHasStatusAndMessage) {
             EXPECT_NE(msg.find(needle), std::string::npos) << "message \"" << msg << "\" lacks \"" << needle << "\"";
         EXPECT_EQ(ws, 777u) << "workspaceSize written on failure";
         EXPECT_EQ(e, sentinel) << "executor written on failure";
-        for (HostTensor *t : {&out, &out_24, &out_6, &out9})
+        for (HostTensor *t : {&out, &out_24, &out_6, &out9, &out26})
             for (int64_t k = 0; k < t->storage_elems(); ++k) ASSERT_EQ(t->storage_at(k), 7.0) << "out written";
         for (float v : mem) ASSERT_EQ(v, 1.0f) << "overlapping out written";
     }
@@ -297,6 +304,7 @@ TEST(LogSigmoidBackwardStatus, BufferIsIgnored) {
 // Formats other than ND are treated as ND; rank 0 and rank 8 work.
 TEST(LogSigmoidBackwardStatus, AnyFormatAndRanks0To8) {
     std::vector<float> a(6, 1.0f), b(6, 0.0f), c(6, 5.0f);
+    const KnownMemory ka(a), kb(b), kc(c);
     const Shape s = {1, 2, 3};
     aclTensor *ta = aclCreateTensor(s.data(), 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_NHWC, s.data(), 3, a.data());
     aclTensor *tb = aclCreateTensor(s.data(), 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_NCHW, s.data(), 3, b.data());

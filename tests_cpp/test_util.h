@@ -211,6 +211,8 @@ public:
         handle_ = aclCreateTensor(shape_.data(), shape_.size(), dtype_, strides_.data(), offset_, ACL_FORMAT_ND,
                                   &sdim, 1, buf_.data());
         EXPECT_NE(handle_, nullptr) << "aclCreateTensor failed: " << take_error();
+        // host memory in place of aclrtMalloc memory: known to memcheck
+        ascendgradMemcheckRegister(buf_.data(), size_t(storage_elems_) * es, "test buffer");
     }
     HostTensor(const HostTensor &) = delete;
     HostTensor &operator=(const HostTensor &) = delete;
@@ -226,7 +228,10 @@ public:
         std::swap(handle_, o.handle_);
         return *this;
     }
-    ~HostTensor() { aclDestroyTensor(handle_); }
+    ~HostTensor() {
+        aclDestroyTensor(handle_);
+        ascendgradMemcheckUnregister(buf_.data(), size_t(storage_elems_) * es());
+    }
 
     aclTensor *t() const { return handle_; }
     void *data() { return buf_.data(); }
@@ -279,6 +284,22 @@ private:
     std::vector<int64_t> offsets_;
     std::vector<double> buf_;  // 8-byte aligned storage
     aclTensor *handle_ = nullptr;
+};
+
+// Host memory handed to the API in place of aclrtMalloc memory, known to memcheck
+// (ASCENDGRAD_MEMCHECK) for the object's lifetime.
+class KnownMemory {
+public:
+    KnownMemory(const void *p, size_t bytes) : p_(p), bytes_(bytes) { ascendgradMemcheckRegister(p_, bytes_, "test buffer"); }
+    template <class T>
+    explicit KnownMemory(const std::vector<T> &v) : KnownMemory(v.data(), v.size() * sizeof(T)) {}
+    KnownMemory(const KnownMemory &) = delete;
+    KnownMemory &operator=(const KnownMemory &) = delete;
+    ~KnownMemory() { ascendgradMemcheckUnregister(p_, bytes_); }
+
+private:
+    const void *p_;
+    size_t bytes_;
 };
 
 // A contiguous tensor holding `values` (rounded to dtype).

@@ -60,3 +60,24 @@ def test_check_exits_1_on_a_failure(monkeypatch, capsys):
     assert _check.run(args) == 1
     out = capsys.readouterr().out
     assert "FAILED" in out and "log_sigmoid_backward[float16]" in out
+
+
+def test_compare_dtype_help_matches_raw_files(tmp_path):
+    """--help does not promise a default dtype for raw dumps: they need --dtype, and the error says why."""
+    import numpy as np
+
+    from ascendgrad.__main__ import _parser
+
+    sub = next(a for a in _parser()._actions if getattr(a, "choices", None) and "compare" in a.choices)
+    help_text = next(a.help for a in sub.choices["compare"]._actions if a.dest == "dtype")
+    assert "required for them" in help_text and "raw" in help_text
+    assert "default bfloat16" not in help_text.split(";")[0]
+    np.ones(4, np.float32).tofile(tmp_path / "a.bin")
+    np.save(tmp_path / "e.npy", np.ones(4, np.float32))
+    r = subprocess.run([sys.executable, "-m", "ascendgrad", "compare", "a.bin", "e.npy"], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "a.bin: a raw file holds bytes only, not their dtype: give one (--dtype" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "ascendgrad", "compare", "a.bin", "e.npy", "--dtype", "float32"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -290,7 +290,7 @@ def test_bad_target_fails_and_leaves_out_untouched(tdtype, bad):
     out = np.full((40000, 5), 7.0, np.float32)
     status, msg = error_of(lambda: call(kw, out=out))
     assert status == S.ERR_PARAM_INVALID
-    assert msg == f"{OP}: Target {bad} is out of bounds: target[39990] must be in [0, 5) or equal ignoreIndex -100."
+    assert msg == f"{OP}: Target {bad} is out of bounds: target[39990] must be in [0, 5) or equal ignore_index -100."
     assert np.all(out == 7.0)
 
 
@@ -299,43 +299,44 @@ def test_error_statuses_and_messages():
     floats = "[DT_FLOAT16, DT_BF16, DT_FLOAT, DT_DOUBLE]"
     cases = [
         (dict(reduction="avg"), S.ERR_PARAM_INVALID,
-         f'{OP}: reductionOptional should be one of "none", "mean", "sum", but got "avg".'),
-        (dict(label_smoothing=1.5), S.ERR_PARAM_INVALID, f"{OP}: labelSmoothing should be in [0, 1], but got 1.5."),
+         f'{OP}: reduction should be one of "none", "mean", "sum", but got "avg".'),
+        (dict(label_smoothing=1.5), S.ERR_PARAM_INVALID, f"{OP}: label_smoothing should be in [0, 1], but got 1.5."),
         (dict(label_smoothing=-0.25), S.ERR_PARAM_INVALID,
-         f"{OP}: labelSmoothing should be in [0, 1], but got -0.25."),
+         f"{OP}: label_smoothing should be in [0, 1], but got -0.25."),
         (dict(lse_square_scale_for_zloss=float("inf")), S.ERR_PARAM_INVALID,
-         f"{OP}: lseSquareScaleForZloss should be a finite number, but got inf."),
+         f"{OP}: lse_square_scale_for_zloss should be a finite number, but got inf."),
         (dict(lse_for_zloss=None), S.ERR_PARAM_NULLPTR,
-         f"{OP}: Expected a proper Tensor but got null for argument lseForZlossOptional. It is required when "
-         "lseSquareScaleForZloss (0.3) is not 0."),
+         f"{OP}: Expected a proper Tensor but got null for argument lse_for_zloss. It is required when "
+         "lse_square_scale_for_zloss (0.3) is not 0."),
         (dict(target=base["target"].astype(np.float64)), S.ERR_PARAM_INVALID,
          f"{OP}: Tensor target not implemented for DT_DOUBLE, should be in dtype support list [DT_INT64, DT_INT32]."),
         (dict(target=base["target"][:5]), S.ERR_PARAM_INVALID,
          f"{OP}: Expected tensor for target to have size [9], but got [5]."),
         (dict(log_prob=base["log_prob"][None]), S.ERR_PARAM_INVALID,
-         f"{OP}: Expected 2 dimension input, but got logProb with sizes [1, 9, 5]."),
+         f"{OP}: Expected 2 dimension input, but got log_prob with sizes [1, 9, 5]."),
         (dict(log_prob=np.zeros((9, 0))), S.ERR_PARAM_INVALID,
-         f"{OP}: logProb must have C > 0 classes, but got sizes [9, 0]."),
+         f"{OP}: log_prob must have C > 0 classes, but got sizes [9, 0]."),
         (dict(log_prob=base["log_prob"].astype(np.int32)), S.ERR_PARAM_INVALID,
-         f"{OP}: Tensor logProb not implemented for DT_INT32, should be in dtype support list {floats}."),
+         f"{OP}: Tensor log_prob not implemented for DT_INT32, should be in dtype support list {floats}."),
         (dict(grad_loss=np.ones(9)), S.ERR_PARAM_INVALID,
-         f"{OP}: Expected tensor for gradLoss to have size [] or [1] for reduction 'mean', but got [9]."),
+         f"{OP}: Expected tensor for grad_loss to have size [] or [1] for reduction 'mean', but got [9]."),
         (dict(grad_loss=np.ones(3), reduction="none", lse_square_scale_for_zloss=0.0), S.ERR_PARAM_INVALID,
-         f"{OP}: Expected tensor for gradLoss to have size [9], but got [3]."),
+         f"{OP}: Expected tensor for grad_loss to have size [9], but got [3]."),
         (dict(grad_loss=np.array(1.0, np.float32)), S.ERR_PARAM_INVALID,
-         f"{OP}: Tensor gradLoss expected dtype is DT_DOUBLE but found DT_FLOAT."),
+         f"{OP}: grad_loss is float32 but log_prob is float64: pass a Python float or a float64 value (Python "
+         "numbers take log_prob's dtype, NumPy scalars keep theirs)."),
         (dict(weight=np.ones(4)), S.ERR_PARAM_INVALID,
-         f"{OP}: Expected tensor for weightOptional to have size [5], but got [4]."),
+         f"{OP}: Expected tensor for weight to have size [5], but got [4]."),
         (dict(weight=np.ones(5, np.int64)), S.ERR_PARAM_INVALID,
-         f"{OP}: Tensor weightOptional not implemented for DT_INT64, should be in dtype support list {floats}."),
+         f"{OP}: Tensor weight not implemented for DT_INT64, should be in dtype support list {floats}."),
         (dict(lse_for_zloss=np.ones(8)), S.ERR_PARAM_INVALID,
-         f"{OP}: Expected tensor for lseForZlossOptional to have size [9], but got [8]."),
+         f"{OP}: Expected tensor for lse_for_zloss to have size [9], but got [8]."),
         (dict(grad_zloss=np.ones(9)), S.ERR_PARAM_INVALID,
-         f"{OP}: Expected tensor for gradZlossOptional to have size [] or [1] for reduction 'mean', but got [9]."),
+         f"{OP}: Expected tensor for grad_zloss to have size [] or [1] for reduction 'mean', but got [9]."),
         (dict(out=np.zeros((9, 5), np.float32)), S.ERR_PARAM_INVALID,
          f"{OP}: Tensor out expected dtype is DT_DOUBLE but found DT_FLOAT."),
         (dict(out=np.zeros((5, 9))), S.ERR_PARAM_INVALID,
-         f"{OP}: Expected tensor for out to have same size as tensor for logProb, but [5, 9] does not equal [9, 5]."),
+         f"{OP}: Expected tensor for out to have same size as tensor for log_prob, but [5, 9] does not equal [9, 5]."),
     ]
     for change, status, message in cases:
         assert error_of(lambda: call(base, **change)) == (status, message), change
@@ -348,7 +349,7 @@ def test_out_partially_overlapping_log_prob_is_rejected():
     kw["log_prob"][:] = -1.0
     assert error_of(lambda: call(kw, out=buf[3:].reshape(4, 3))) == (
         S.ERR_PARAM_INVALID,
-        f"{OP}: Output out partially overlaps input logProb in memory; use separate memory or the identical view "
+        f"{OP}: Output out partially overlaps input log_prob in memory; use separate memory or the identical view "
         "(in-place).")
 
 

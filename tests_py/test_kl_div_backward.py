@@ -221,23 +221,23 @@ def test_error_statuses_and_messages():
         ((g, x, t, 2**70), S.ERR_PARAM_INVALID,
          f"{OP}: reduction should be 0 (none), 1 (mean), 2 (sum) or 3 (batchmean), but got {2**70}."),
         ((g, x, np.ones(4)), S.ERR_PARAM_INVALID,
-         f"{OP}: The size of tensor self [2, 3] must match the size of tensor target [4]."),
+         f"{OP}: The size of tensor x [2, 3] must match the size of tensor target [4]."),
         ((np.ones((3, 3)), x, t), S.ERR_PARAM_INVALID,
-         f"{OP}: shape of gradOutput must broadcast to [2, 3], but current is [3, 3]."),
+         f"{OP}: shape of grad_output must broadcast to [2, 3], but current is [3, 3]."),
         ((np.ones((1, 2, 3)), x, t), S.ERR_PARAM_INVALID,
-         f"{OP}: shape of gradOutput must broadcast to [2, 3], but current is [1, 2, 3]."),
+         f"{OP}: shape of grad_output must broadcast to [2, 3], but current is [1, 2, 3]."),
         ((g, x, t.astype(np.int64)), S.ERR_PARAM_INVALID,
          f"{OP}: Tensor target not implemented for DT_INT64, should be in dtype support list {floats}."),
         ((g.astype(np.int32), x, t), S.ERR_PARAM_INVALID,
-         f"{OP}: Tensor gradOutput not implemented for DT_INT32, should be in dtype support list {floats}."),
+         f"{OP}: Tensor grad_output not implemented for DT_INT32, should be in dtype support list {floats}."),
         ((g, x.astype(np.complex64), t), S.ERR_PARAM_INVALID,
-         f"{OP}: Tensor self not implemented for DT_COMPLEX64, should be in dtype support list {floats}."),
+         f"{OP}: Tensor x not implemented for DT_COMPLEX64, should be in dtype support list {floats}."),
     ]
     for args, status, message in cases:
         assert error_of(lambda: ascendgrad.kl_div_backward(*args)) == (status, message), args[3:]
     assert error_of(lambda: ascendgrad.kl_div_backward(g, x, t, out=np.zeros((3, 2)))) == (
         S.ERR_PARAM_INVALID,
-        f"{OP}: Expected tensor for out to have same size as tensor for self, but [3, 2] does not equal [2, 3].")
+        f"{OP}: Expected tensor for out to have same size as tensor for x, but [3, 2] does not equal [2, 3].")
     assert error_of(lambda: ascendgrad.kl_div_backward(g, x, t, out=np.zeros((2, 3), np.int32))) == (
         S.ERR_PARAM_INVALID,
         f"{OP}: Tensor out not implemented for DT_INT32, should be in dtype support list {floats}.")

@@ -254,30 +254,42 @@ def expect_error(status, fragments, *args, **kwargs):
 def test_shape_mismatch_names_both_shapes():
     g, x = make((2, 3), np.float32)
     msg = expect_error(161002, [], g, x.reshape(3, 2))
-    assert msg == ("aclnnLogSigmoidBackward: Expected tensor for self to have same size as tensor for gradOutput, "
+    assert msg == ("aclnnLogSigmoidBackward: Expected tensor for x to have same size as tensor for grad_output, "
                    "but [3, 2] does not equal [2, 3].")
     out = np.full((2, 4), 5, np.float32)
-    expect_error(161002, ["aclnnLogSigmoidBackward", "gradInput", "[2, 4]", "[2, 3]"], g, x, out=out)
+    expect_error(161002, ["aclnnLogSigmoidBackward", "out", "[2, 4]", "[2, 3]"], g, x, out=out)
     assert np.all(out == 5)
-    expect_error(161002, ["self", "[3]", "[2, 3]"], g, x[0])  # no broadcasting
+    expect_error(161002, ["x", "[3]", "[2, 3]"], g, x[0])  # no broadcasting
 
 
 def test_dtype_errors():
     g, x = make((2, 3), np.float32)
     msg = expect_error(161002, [], g, x.astype(np.float16))
-    assert msg == "aclnnLogSigmoidBackward: Tensor self expected dtype is DT_FLOAT but found DT_FLOAT16."
+    assert msg == "aclnnLogSigmoidBackward: Tensor x expected dtype is DT_FLOAT but found DT_FLOAT16."
     msg = expect_error(161002, [], g.astype(np.int32), x.astype(np.int32))
-    assert msg == ("aclnnLogSigmoidBackward: Tensor gradOutput not implemented for DT_INT32, should be in dtype "
+    assert msg == ("aclnnLogSigmoidBackward: Tensor grad_output not implemented for DT_INT32, should be in dtype "
                    "support list [DT_FLOAT16, DT_BF16, DT_FLOAT, DT_DOUBLE].")
     out = np.full((2, 3), 9, np.int64)
-    expect_error(161002, ["aclnnLogSigmoidBackward", "Tensor gradInput not implemented for DT_INT64"], g, x,
+    expect_error(161002, ["aclnnLogSigmoidBackward", "Tensor out not implemented for DT_INT64"], g, x,
                  out=out)
     assert np.all(out == 9)
 
 
-def test_rank_above_8():
-    g = np.ones((1,) * 9, np.float32)
-    expect_error(161002, ["aclnnLogSigmoidBackward", "gradOutput", "8 dimensions", "9"], g, g)
+@pytest.mark.parametrize("rank", [9, 25])
+def test_any_rank_an_acl_tensor_describes(rank):
+    # CANN's op_api has no rank limit here (a 9-D pair succeeds); an aclTensor holds 25 dims.
+    # Sizes 2 and 3 in many dims, transposed: no dims merge, the kernel walks every one.
+    shape = tuple(2 if (rank <= 12 or d % 2) else 1 for d in range(rank - 1)) + (3,)
+    g, x = make(shape, np.float32, seed=rank)
+    g, x = g.T, x.T  # reversed strides
+    got = ascendgrad.log_sigmoid_backward(g, x)
+    want = ref.log_sigmoid_backward(g.astype(np.float64), x.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=RTOL[np.float32], atol=1e-30)
+
+
+def test_rank_above_25():
+    g = np.ones((1,) * 26, np.float32)
+    expect_error(161002, ["aclnnLogSigmoidBackward", "grad_output", "25 dimensions", "26"], g, g)
 
 
 def test_out_partial_overlap_is_rejected_and_untouched():
@@ -286,17 +298,17 @@ def test_out_partial_overlap_is_rejected_and_untouched():
     out = buf[:, 2:7]  # shares memory with g but is not g
     before = buf.copy()
     msg = expect_error(161002, [], g, x, out=out)
-    assert msg == ("aclnnLogSigmoidBackward: Output gradInput partially overlaps input gradOutput in memory; use "
+    assert msg == ("aclnnLogSigmoidBackward: Output out partially overlaps input grad_output in memory; use "
                    "separate memory or the identical view (in-place).")
     np.testing.assert_array_equal(buf, before)
-    expect_error(161002, ["gradInput", "partially overlaps input self"], x, g, out=out)  # overlaps self
+    expect_error(161002, ["out", "partially overlaps input x"], x, g, out=out)  # overlaps self
     np.testing.assert_array_equal(buf, before)
 
 
 def test_out_overlapping_itself_is_rejected():
     g, x = make((4, 5), np.float32)
     out = np.lib.stride_tricks.as_strided(np.zeros(5, np.float32), (4, 5), (0, 4))  # rows share memory
-    expect_error(161002, ["gradInput", "overlap itself"], g, x, out=out)
+    expect_error(161002, ["out", "overlap itself"], g, x, out=out)
 
 
 def test_type_errors():

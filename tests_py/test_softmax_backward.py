@@ -197,7 +197,7 @@ def test_dim_out_of_range():
 def test_shape_mismatch_names_both_shapes():
     g, _ = make((2, 3), 1, np.float32)
     _, y = make((3, 2), 1, np.float32)
-    expect_error(161002, ["output", "gradOutput", "[3, 2]", "[2, 3]"], g, y, 1)
+    expect_error(161002, ["output", "grad_output", "[3, 2]", "[2, 3]"], g, y, 1)
     out = np.full((2, 4), 5, np.float32)
     expect_error(161002, ["out", "[2, 4]", "[2, 3]"], g, g, 1, out=out)
     assert np.all(out == 5)
@@ -206,7 +206,7 @@ def test_shape_mismatch_names_both_shapes():
 def test_dtype_errors():
     g, y = make((2, 3), 1, np.float32)
     expect_error(161002, ["output", "DT_FLOAT", "DT_DOUBLE"], g, y.astype(np.float64), 1)
-    expect_error(161002, ["gradOutput", "not implemented for DT_INT32", "dtype support list"],
+    expect_error(161002, ["grad_output", "not implemented for DT_INT32", "dtype support list"],
                  g.astype(np.int32), y.astype(np.int32), 1)
     out = np.zeros((2, 3), np.int64)
     expect_error(161002, ["out", "DT_INT64"], g, y, 1, out=out)
@@ -214,7 +214,7 @@ def test_dtype_errors():
 
 def test_rank_above_8():
     g = np.ones((1,) * 9, np.float32)
-    expect_error(161002, ["gradOutput", "8"], g, g, 0)
+    expect_error(161002, ["grad_output", "8"], g, g, 0)
 
 
 def test_out_partial_overlap_is_rejected_and_untouched():

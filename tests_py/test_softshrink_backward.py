@@ -278,30 +278,30 @@ def test_lambd_errors():
 def test_shape_errors_name_both_shapes():
     g, x = make((2, 3), (4,), np.float32, np.float32)
     msg = expect_error(161002, [], g, x)
-    assert msg == "aclnnSoftshrinkBackward: The size of tensor gradOutput [2, 3] must match the size of tensor self [4]."
+    assert msg == "aclnnSoftshrinkBackward: The size of tensor grad_output [2, 3] must match the size of tensor x [4]."
     out = np.full((2, 4), 5, np.float32)
     msg = expect_error(161002, [], g, x[:3], out=out)
-    assert msg == "aclnnSoftshrinkBackward: Expected tensor for gradInput to have size [2, 3], but got [2, 4]."
+    assert msg == "aclnnSoftshrinkBackward: Expected tensor for out to have size [2, 3], but got [2, 4]."
     assert np.all(out == 5)
     g13, x31 = make((1, 3), (3, 1), np.float32, np.float32)
-    expect_error(161002, ["gradInput", "[3, 3]", "[1, 3]"], g13, x31, out=g13)  # in place needs the full shape
+    expect_error(161002, ["out", "[3, 3]", "[1, 3]"], g13, x31, out=g13)  # in place needs the full shape
     expect_error(161002, ["[0]", "[2]"], np.zeros(0, np.float32), np.zeros(2, np.float32))
 
 
 def test_dtype_errors():
     g, x = make((2, 3), (2, 3), np.float32, np.float32, specials=False)
     msg = expect_error(161002, [], g.astype(np.int32), x)
-    assert msg == ("aclnnSoftshrinkBackward: Tensor gradOutput not implemented for DT_INT32, should be in dtype "
+    assert msg == ("aclnnSoftshrinkBackward: Tensor grad_output not implemented for DT_INT32, should be in dtype "
                    "support list [DT_FLOAT16, DT_BF16, DT_FLOAT, DT_DOUBLE].")
-    expect_error(161002, ["Tensor self not implemented for DT_INT64"], g, x.astype(np.int64))
+    expect_error(161002, ["Tensor x not implemented for DT_INT64"], g, x.astype(np.int64))
     out = np.full((2, 3), 9, np.int16)
-    expect_error(161002, ["Tensor gradInput not implemented for DT_INT16"], g, x, out=out)
+    expect_error(161002, ["Tensor out not implemented for DT_INT16"], g, x, out=out)
     assert np.all(out == 9)
 
 
 def test_rank_above_8():
     g = np.ones((1,) * 9, np.float32)
-    expect_error(161002, ["gradOutput", "8 dimensions", "9"], g, np.ones(1, np.float32))
+    expect_error(161002, ["grad_output", "8 dimensions", "9"], g, np.ones(1, np.float32))
 
 
 def test_out_partial_overlap_is_rejected_and_untouched():
@@ -310,15 +310,15 @@ def test_out_partial_overlap_is_rejected_and_untouched():
     out = buf[:, 2:7]
     before = buf.copy()
     msg = expect_error(161002, [], g, x, out=out)
-    assert msg == ("aclnnSoftshrinkBackward: Output gradInput partially overlaps input gradOutput in memory; use "
+    assert msg == ("aclnnSoftshrinkBackward: Output out partially overlaps input grad_output in memory; use "
                    "separate memory or the identical view (in-place).")
-    expect_error(161002, ["partially overlaps input self"], x, g, out=out)
+    expect_error(161002, ["partially overlaps input x"], x, g, out=out)
     # a broadcast gradOutput whose memory is out's first row
     row = buf[0, :5]
-    expect_error(161002, ["partially overlaps input gradOutput"], row, x, out=buf[:, :5])
+    expect_error(161002, ["partially overlaps input grad_output"], row, x, out=buf[:, :5])
     np.testing.assert_array_equal(buf, before)
     selfish = np.lib.stride_tricks.as_strided(np.zeros(5, np.float32), (4, 5), (0, 4))
-    expect_error(161002, ["gradInput", "overlap itself"], g, x, out=selfish)
+    expect_error(161002, ["out", "overlap itself"], g, x, out=selfish)
 
 
 def test_type_errors():

@@ -334,6 +334,15 @@ def test_unknown_standard_and_overrides():
         compare(np.ones(2), np.ones(2), standard="msprobe", rtol=0.1)
 
 
+@pytest.mark.parametrize("standard", ["cann", "cann-v1", "msprobe", "dual-benchmark"])
+def test_zero_d_and_all_finite_fast_path(standard):
+    b = {"benchmark": np.array(0.5)} if standard == "dual-benchmark" else {}
+    assert compare(np.array(0.5, np.float32), np.array(0.5), standard=standard, **b)
+    r = compare(np.array(0.75, np.float32), np.array(0.5), standard=standard, **b)
+    assert not r and r.worst[0].location == ()
+    assert compare(np.array(0.5, np.float32), np.array(0.5), standard=standard, worst=0, **b).worst == ()
+
+
 def test_report_names_the_standard_and_thresholds():
     e = np.ones(10)
     for name in STANDARDS:

@@ -2,9 +2,9 @@
 # The sanitizer and fuzzing part of tools/test.sh (README: Reliability), with clang:
 #   1. the whole ctest suite under ASan + UBSan (LeakSanitizer on), in build/rel-asan; the same
 #      build (coverage-instrumented objects) gives the libFuzzer target;
-#   2. the stream, executor and concurrency tests under TSan, in build/rel-tsan (only the two
-#      test programs they live in are built, with the portable kernels alone: the ISA builds are
-#      ASan's concern); OMP_NUM_THREADS=1, see README;
+#   2. the stream, executor, concurrency and memcheck tests under TSan, in build/rel-tsan (only
+#      the three test programs they live in are built, with the portable kernels alone: the ISA
+#      builds are ASan's concern); OMP_NUM_THREADS=1, see README;
 #   3. a bounded fuzzing run (FUZZ_SECONDS, 60 by default) with a fixed seed.
 # Debug builds (-O0): compiling the kernels' dtype combinations with sanitizers at -O1 or more
 # costs minutes on 2 cores, more than the slower tests do.
@@ -23,11 +23,11 @@ cmake -S . -B build/rel-asan "${common[@]}" -DASCENDGRAD_SANITIZE=address,undefi
 cmake --build build/rel-asan -j "$jobs"
 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build/rel-asan --output-on-failure -j "$jobs"
 
-echo "== TSan: streams, executors, concurrency"
+echo "== TSan: streams, executors, concurrency, memcheck"
 cmake -S . -B build/rel-tsan "${common[@]}" -DASCENDGRAD_SANITIZE=thread -DASCENDGRAD_BASELINE_ONLY=ON
-cmake --build build/rel-tsan -j "$jobs" --target test_api test_concurrency
+cmake --build build/rel-tsan -j "$jobs" --target test_api test_concurrency test_memcheck
 OMP_NUM_THREADS=1 ctest --test-dir build/rel-tsan --output-on-failure -j "$jobs" \
-  -R '^(Stream|Executor|SetTensorAddr|ErrMsg|Concurrency)\.'
+  -R '^(Stream|Executor|SetTensorAddr|ErrMsg|Concurrency|Memcheck)\.'
 
 echo "== libFuzzer: ${FUZZ_SECONDS:-60} s over the C API"
 corpus=build/rel-asan/fuzz-corpus

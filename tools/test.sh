@@ -5,9 +5,10 @@
 #   bash tools/test.sh ctest pytest     only the named stages, in the order below
 #
 # Stages: ctest (GoogleTest, Release), pytest (the Python suite; it also builds the examples/
-# programs against the installed package), sanitizers (tools/reliability.sh: ctest under
-# ASan+UBSan and TSan, 60 s of fuzzing), aarch64 (tools/aarch64.sh: the C++ suite cross-built for
-# aarch64 and run under qemu-aarch64).
+# programs against the installed package), memcheck (tools/memcheck.sh: ctest and pytest again, from
+# the same build, with ASCENDGRAD_MEMCHECK=1; any finding fails), sanitizers (tools/reliability.sh:
+# ctest under ASan+UBSan and TSan, 60 s of fuzzing), aarch64 (tools/aarch64.sh: the C++ suite
+# cross-built for aarch64 and run under qemu-aarch64).
 # ctest and pytest share one build: `pip install .` builds the library, the Python module and
 # the C++ tests in build/<wheel tag>/ (the README's first command leaves it there to reuse).
 # Every system package the chosen stages need is checked for first and installed in one apt-get
@@ -16,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_stages=(ctest pytest sanitizers aarch64)
+all_stages=(ctest pytest memcheck sanitizers aarch64)
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=("${all_stages[@]}")
 for s in "${stages[@]}"; do
@@ -43,7 +44,7 @@ need() { missing+=("$@"); }
 python -c 'import sys; assert sys.prefix != sys.base_prefix' 2>/dev/null ||
   { echo "tools/test.sh: run it inside a virtual environment (python3 -m venv .venv && . .venv/bin/activate)" >&2; exit 2; }
 py_inc=$(python -c 'import sysconfig; print(sysconfig.get_path("include"))')
-if want ctest || want pytest; then
+if want ctest || want pytest || want memcheck; then
   [ -f "$py_inc/Python.h" ] || need python3-dev
   printf 'int main() { return 0; }\n' | compiles c++ || need g++
   printf '#include <gtest/gtest.h>\nint main() { return 0; }\n' | compiles c++ -fsyntax-only || need libgtest-dev
@@ -83,7 +84,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL="$jobs"
 if command -v ccache >/dev/null 2>&1; then  # used where present (repeated local runs), never required
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
 fi
-if want ctest || want pytest; then
+if want ctest || want pytest || want memcheck; then
   banner "install: pip packages, then ascendgrad[test] with the C++ tests (one Release build)"
   t=$SECONDS
   python -m pip install -q --upgrade pip
@@ -106,6 +107,13 @@ if want pytest; then
   t=$SECONDS
   python -m pytest
   finish_stage pytest $t
+fi
+
+if want memcheck; then
+  banner "memcheck: ctest and pytest with ASCENDGRAD_MEMCHECK=1, no finding allowed (tools/memcheck.sh)"
+  t=$SECONDS
+  bash tools/memcheck.sh "$build"
+  finish_stage memcheck $t
 fi
 
 if want sanitizers; then

@@ -24,10 +24,18 @@ aclnnStatus check_scalar_not_null(const char *op, const aclScalar *s, const char
     return ACLNN_SUCCESS;
 }
 
-aclnnStatus check_tensor(const char *op, const aclTensor *t, const char *name) {
-    if (t->rank() > kMaxRank)
+aclnnStatus check_max_rank(const char *op, const aclTensor *t, const char *name, int limit) {
+    if (t->rank() > limit)
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: The %s tensor cannot be larger than %d dimensions, but got %d.",
-                    op, name, kMaxRank, t->rank());
+                    op, name, limit, t->rank());
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus check_tensor(const char *op, const aclTensor *t, const char *name) {
+    if (t->negative_dim >= 0)
+        return fail(ACLNN_ERR_PARAM_INVALID, "%s: Tensor %s has a negative size %lld in dimension %d of shape %s.", op,
+                    name, (long long)t->view[size_t(t->negative_dim)], t->negative_dim, shape_str(t->view).c_str());
+    AG_CHECK(check_max_rank(op, t, name, kern::kMaxRank));
     if (t->numel_overflow)
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: Tensor %s of shape %s has more elements than int64 can count.",
                     op, name, shape_str(t->view).c_str());
@@ -112,11 +120,11 @@ Span span_of(const aclTensor *t) {
 
 // True when some element of the view is reachable by two index tuples.
 bool self_overlaps(const aclTensor *t) {
-    std::pair<int64_t, int64_t> dims[kern::kMaxRank];  // |stride|, size (aclCreateTensor: rank <= 8)
+    std::pair<int64_t, int64_t> dims[kern::kMaxRank];  // |stride|, size (check_tensor: rank <= kMaxRank)
     int m = 0;
     for (int i = 0; i < t->rank(); ++i)
         if (t->view[i] > 1) dims[m++] = {t->strides[i] < 0 ? -t->strides[i] : t->strides[i], t->view[i]};
-    for (int i = 1; i < m; ++i)  // insertion sort (rank <= 8)
+    for (int i = 1; i < m; ++i)  // insertion sort (few dims)
         for (int j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
     int64_t reach = 0;  // largest offset reachable with the smaller strides
     for (int i = 0; i < m; ++i) {

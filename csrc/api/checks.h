@@ -15,7 +15,11 @@ namespace ag {
         if (aclnnStatus ag_s_ = (expr)) return ag_s_;    \
     } while (0)
 
-constexpr int kMaxRank = 8;
+// The rank limit CANN's SoftmaxBackward (gradOutput), SoftshrinkBackward (gradOutput, self) and
+// KlDivBackward (all four tensors) check with OP_CHECK_MAX_DIM. LogSigmoidBackward and
+// CrossEntropyLossGrad have none (their shape rules fix the ranks they accept), so there any
+// rank an aclTensor can describe (kern::kMaxRank) is accepted.
+constexpr int kOpMaxRank = 8;
 
 // phase-1 output pointers (workspaceSize, executor) must not be NULL
 aclnnStatus check_outputs(const char *op, const uint64_t *workspaceSize, aclOpExecutor **executor);
@@ -24,8 +28,10 @@ aclnnStatus check_outputs(const char *op, const uint64_t *workspaceSize, aclOpEx
 aclnnStatus check_not_null(const char *op, const aclTensor *t, const char *name);
 aclnnStatus check_scalar_not_null(const char *op, const aclScalar *s, const char *name);
 
-// rank <= 8, numel fits int64, data present unless empty
+// no negative dim, rank <= kern::kMaxRank, numel fits int64, data present unless empty
 aclnnStatus check_tensor(const char *op, const aclTensor *t, const char *name);
+// rank <= limit (the operator's own limit, where CANN has one)
+aclnnStatus check_max_rank(const char *op, const aclTensor *t, const char *name, int limit);
 
 aclnnStatus check_dtype(const char *op, const aclTensor *t, const char *name,
                         std::initializer_list<aclDataType> allowed);

@@ -17,6 +17,8 @@ constexpr const char *kOp = "aclnnCrossEntropyLossGrad";
 
 // io slots, in signature order (absent optionals keep data == nullptr)
 enum { kGradLoss, kLogProb, kTarget, kWeight, kGradZloss, kLse, kOut };
+constexpr const char *kArgs[] = {"gradLoss",          "logProb",             "target", "weightOptional",
+                                 "gradZlossOptional", "lseForZlossOptional", "out"};
 
 struct CrossEntropyLossGradExec : Executor {
     kern::CeArgs args;
@@ -121,6 +123,8 @@ aclnnStatus prepare(const aclTensor *gradLoss, const aclTensor *logProb, const a
 
     auto exec = std::make_unique<CrossEntropyLossGradExec>();
     exec->op = kOp;
+    exec->names = kArgs;
+    if (zeta == 0) exec->unread = 1u << kGradZloss | 1u << kLse;
     exec->args.reduction = red;
     exec->args.ignore_index = ignoreIndex;
     exec->args.label_smoothing = labelSmoothing;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "memcheck.h"
 #include "objects.h"
 #include "status.h"
 #include "stream.h"
@@ -72,6 +73,8 @@ aclnnStatus publish(std::unique_ptr<Executor> exec, uint64_t *workspaceSize, acl
     {
         std::lock_guard<std::mutex> lock(r.mu);
         key = (r.next++) << 4;
+        // not yet handed out: nobody else can reach it
+        if (memcheck::enabled()) exec->mc_reported = memcheck::on_publish(*exec, reinterpret_cast<aclOpExecutor *>(key));
         r.live.emplace(key, std::shared_ptr<Executor>(std::move(exec)));
     }
     *workspaceSize = ws;
@@ -84,6 +87,7 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
     if (!executor) return fail(ACLNN_ERR_PARAM_NULLPTR, "%s: executor is nullptr.", op);
     bool single_use = false;
     std::shared_ptr<Executor> exec = take(executor, &single_use);
+    if (exec && single_use && memcheck::enabled()) memcheck::on_retire(executor);
     if (!exec)
         return fail(ACLNN_ERR_PARAM_INVALID,
                     "%s: executor %p is not live: it was already run (executors are single-use unless made "
@@ -107,13 +111,20 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
     // A single-use one has left the registry, so nobody can repoint it: no copy.
     const Executor::IO *io = &exec->io;
     Executor::IO now;
+    uint32_t reported = exec->mc_reported;
     if (!single_use) {
         std::lock_guard<std::mutex> lock(exec->mu);
         now = exec->io;
+        reported = exec->mc_reported;
         io = &now;
     }
+    if (memcheck::enabled()) memcheck::on_launch(*exec, *io, reported, workspace);
     if (!s) return exec->run(*io, workspace);
-    if (!submit(*s, [exec, workspace, io = *io] { return exec->run(io, workspace); }))
+    const uint64_t frees = memcheck::enabled() ? memcheck::frees() : 0;
+    if (!submit(*s, [exec, workspace, io = *io, frees] {
+            if (memcheck::enabled()) memcheck::on_run(*exec, io, frees);  // memory freed while it waited
+            return exec->run(io, workspace);
+        }))
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: stream %p is being destroyed.", op, stream);
     return ACLNN_SUCCESS;
 }
@@ -145,6 +156,7 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
                         "already run).",
                         static_cast<void *>(executor));
         ag::retire(executor);  // work already queued on a stream keeps its own reference
+        if (ag::memcheck::enabled()) ag::memcheck::on_retire(executor);
         return ACLNN_SUCCESS;
     });
 }
@@ -185,6 +197,7 @@ static aclnnStatus set_addr(const char *fn, aclOpExecutor *executor, size_t inde
     if (!addr && tensor->numel() > 0) return fail(ACLNN_ERR_PARAM_NULLPTR, "%s: addr is nullptr.", fn);
     tensor->data = addr;
     v = ag::to_view(*tensor);
+    exec->mc_reported &= ~(1u << ((output ? exec->n_in : 0) + index));  // memcheck: checked again at launch
     return ACLNN_SUCCESS;
 }
 

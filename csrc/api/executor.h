@@ -23,6 +23,11 @@ struct Executor {
     IO io;
     int n_in = 0, n_out = 0;
     bool empty = false;  // nothing to compute (some tensor has no elements)
+    // Memcheck: the io slots' argument names, the inputs the run never reads (a bit per slot),
+    // and the slots phase 1 reported (not again at launch unless repointed; guarded by mu).
+    const char *const *names = nullptr;
+    uint32_t unread = 0;
+    uint32_t mc_reported = 0;
     // Guards io: a launch takes a copy of it, so aclSet*TensorAddr after a launch only affects
     // later launches, even while earlier ones still wait on a stream.
     std::mutex mu;

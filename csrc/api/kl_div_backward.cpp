@@ -10,6 +10,7 @@ namespace ag {
 namespace {
 
 constexpr const char *kOp = "aclnnKlDivBackward";
+constexpr const char *kArgs[] = {"gradOutput", "self", "target", "out"};
 
 struct KlDivBackwardExec : Executor {
     kern::KlArgs args;
@@ -44,6 +45,10 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
                     "%s: reduction should be 0 (none), 1 (mean), 2 (sum) or 3 (batchmean), but got %lld.", kOp,
                     (long long)reduction);
 
+    AG_CHECK(check_max_rank(kOp, gradOutput, "gradOutput", kOpMaxRank));
+    AG_CHECK(check_max_rank(kOp, self, "self", kOpMaxRank));
+    AG_CHECK(check_max_rank(kOp, target, "target", kOpMaxRank));
+    AG_CHECK(check_max_rank(kOp, out, "out", kOpMaxRank));
     std::vector<int64_t> b;
     AG_CHECK(broadcast_shapes(kOp, self, "self", target, "target", &b));
     // gradOutput must broadcast to B itself: broadcast(gradOutput, B) == B
@@ -68,6 +73,8 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
 
     auto exec = std::make_unique<KlDivBackwardExec>();
     exec->op = kOp;
+    exec->names = kArgs;
+    exec->unread = 1u << 1;
     kern::KlArgs &a = exec->args;
     a.ndim = int(b.size());
     std::copy(b.begin(), b.end(), a.shape);

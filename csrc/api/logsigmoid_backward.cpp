@@ -10,6 +10,7 @@ namespace ag {
 namespace {
 
 constexpr const char *kOp = "aclnnLogSigmoidBackward";
+constexpr const char *kArgs[] = {"gradOutput", "self", "buffer", "gradInput"};
 
 // io: gradOutput, self, buffer (never read), gradInput
 struct LogSigmoidBackwardExec : Executor {
@@ -32,6 +33,7 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
     AG_CHECK(check_float_dtype(kOp, gradOutput, "gradOutput"));
     AG_CHECK(check_same_dtype(kOp, self, "self", gradOutput->dtype));
     AG_CHECK(check_float_dtype(kOp, gradInput, "gradInput"));
+    // No rank limit of its own (CANN's CheckShapeValid has none): any rank an aclTensor describes.
     AG_CHECK(check_same_shape(kOp, self, "self", gradOutput, "gradOutput"));
     AG_CHECK(check_same_shape(kOp, gradInput, "gradInput", gradOutput, "gradOutput"));
     // buffer is not read, so gradInput may overlap it
@@ -39,11 +41,14 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
 
     auto exec = std::make_unique<LogSigmoidBackwardExec>();
     exec->op = kOp;
+    exec->names = kArgs;
+    exec->unread = 1u << 2;
     exec->io[0] = to_view(*gradOutput);
     exec->io[1] = to_view(*self);
-    // Kept only so that aclSetInputTensorAddr(…, 2, …) works as for any input; a buffer beyond
-    // the kernels' rank limit stays "not given" (its shape is not checked).
-    if (buffer->rank() <= kMaxRank && !buffer->numel_overflow) exec->io[2] = to_view(*buffer);
+    // Kept only so that aclSetInputTensorAddr(…, 2, …) works as for any input; a buffer that
+    // describes no view a kernel could take stays "not given" (its shape is not checked).
+    if (buffer->rank() <= kern::kMaxRank && !buffer->numel_overflow && buffer->negative_dim < 0)
+        exec->io[2] = to_view(*buffer);
     exec->io[3] = to_view(*gradInput);
     exec->n_in = 3;
     exec->n_out = 1;

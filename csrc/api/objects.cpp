@@ -6,9 +6,11 @@
 #include <memory>
 #include <new>
 
+#include "memcheck.h"
 #include "status.h"
 
 int64_t aclTensor::numel() const {
+    if (negative_dim >= 0) return -1;
     // A 0 first: the other dims of an empty tensor may multiply past int64 (numel_overflow is
     // set only when the whole product does).
     if (std::find(view.begin(), view.end(), 0) != view.end()) return 0;
@@ -116,7 +118,7 @@ using ag::fail;
 
 namespace {
 
-constexpr uint64_t kMaxCreateRank = 64;  // beyond any operator's limit (8), still reportable
+constexpr uint64_t kMaxCreateRank = 64;  // beyond any operator's limit (kern::kMaxRank), still reportable
 
 aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
                          const int64_t *stride, int64_t offset, aclFormat format,
@@ -138,12 +140,10 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
     t->dtype = dataType;
     t->format = format;
     t->data = tensorData;
-    for (uint64_t i = 0; i < viewDimsNum; ++i)
-        if (viewDims[i] < 0) {
-            fail(ACLNN_ERR_PARAM_INVALID, "%s: view dim %llu is negative (%lld) in %s.", fn,
-                 (unsigned long long)i, (long long)viewDims[i], ag::shape_str(t->view).c_str());
-            return nullptr;
-        }
+    // A negative view dim is accepted, as CANN does: the descriptor is kept, no extent is
+    // computed from it, and every operator's phase 1 rejects it (161002).
+    for (uint64_t i = 0; i < viewDimsNum && t->negative_dim < 0; ++i)
+        if (viewDims[i] < 0) t->negative_dim = int(i);
     for (uint64_t i = 0; i < storageDimsNum; ++i)
         if (storageDims[i] < 0) {
             fail(ACLNN_ERR_PARAM_INVALID, "%s: storage dim %llu is negative (%lld) in %s.", fn,
@@ -162,7 +162,8 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
     }
     // The view must lie inside the storage; exact arithmetic in 128 bits.
     __int128 numel = 1, lo = offset, hi = offset, storage = 1;
-    for (uint64_t i = 0; i < viewDimsNum; ++i) {
+    if (t->negative_dim >= 0) numel = 0;  // no extent: nothing of the storage is described
+    for (uint64_t i = 0; i < viewDimsNum && numel != 0; ++i) {
         numel *= viewDims[i];
         if (numel > INT64_MAX) numel = __int128(INT64_MAX) + 1;  // saturate: stays "too large"
     }
@@ -213,10 +214,12 @@ extern "C" {
 aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
                            const int64_t *stride, int64_t offset, aclFormat format,
                            const int64_t *storageDims, uint64_t storageDimsNum, void *tensorData) {
-    return ag::guarded("aclCreateTensor", [&] {
+    aclTensor *t = ag::guarded("aclCreateTensor", [&] {
         return create_tensor(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims,
                              storageDimsNum, tensorData);
     });
+    if (t && ag::memcheck::enabled()) ag::memcheck::on_create(t);
+    return t;
 }
 
 aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
@@ -234,6 +237,7 @@ aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
         auto *s = new aclScalar;
         s->dtype = dataType;
         std::memcpy(s->value, value, size);
+        if (ag::memcheck::enabled()) ag::memcheck::on_create(s);
         return s;
     });
 }
@@ -247,21 +251,30 @@ aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
         }
         auto *a = new aclIntArray;
         a->values.assign(value, value + size);
+        if (ag::memcheck::enabled()) ag::memcheck::on_create(a);
         return a;
     });
 }
 
+// memcheck: destroying an object that is not live is reported, and not deleted again.
 aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
+    if (tensor && ag::memcheck::enabled() && !ag::memcheck::on_destroy(tensor, "aclDestroyTensor"))
+        return fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyTensor: %p is not a live tensor.", static_cast<const void *>(tensor));
     delete tensor;
     return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyScalar(const aclScalar *scalar) {
+    if (scalar && ag::memcheck::enabled() && !ag::memcheck::on_destroy(scalar, "aclDestroyScalar"))
+        return fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyScalar: %p is not a live scalar.", static_cast<const void *>(scalar));
     delete scalar;
     return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
+    if (array && ag::memcheck::enabled() && !ag::memcheck::on_destroy(array, "aclDestroyIntArray"))
+        return fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyIntArray: %p is not a live int array.",
+                    static_cast<const void *>(array));
     delete array;
     return ACLNN_SUCCESS;
 }

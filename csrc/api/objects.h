@@ -17,9 +17,12 @@ struct aclTensor {
     aclFormat format = ACL_FORMAT_ND;
     void *data = nullptr;
     bool numel_overflow = false;  // view numel beyond int64: reported by the operators
+    // Index of the first negative view dim, or -1. Such a descriptor is accepted (as CANN) but
+    // describes no memory: the operators reject it before anything uses its extent.
+    int negative_dim = -1;
 
     int rank() const { return int(view.size()); }
-    int64_t numel() const;  // meaningless when numel_overflow
+    int64_t numel() const;  // meaningless when numel_overflow; -1 when negative_dim >= 0
 };
 
 struct aclScalar {
@@ -39,7 +42,7 @@ std::string dtype_list_str(std::initializer_list<aclDataType> list);
 bool is_float(aclDataType t);                     // f16, bf16, f32, f64
 kern::DType to_kern(aclDataType t);               // for validated dtypes only
 
-// The kernel's view of a validated tensor (rank <= 8): data points at element 0.
+// The kernel's view of a validated tensor (rank <= kern::kMaxRank, no negative dim): data points at element 0.
 kern::View to_view(const aclTensor &t);
 
 // A scalar's value as double (any numeric dtype).

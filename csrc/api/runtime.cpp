@@ -1,18 +1,73 @@
 // Runtime shims: initialisation, devices and memory. The "device" is the host.
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 
 #include "acl/acl_rt.h"
 #include "aclnn/aclnn_base.h"
+#include "memcheck.h"
 #include "status.h"
 
 using ag::fail;
+namespace memcheck = ag::memcheck;
 
 namespace {
 std::atomic<bool> g_initialized{false};
 thread_local int32_t t_device = 0;
 constexpr size_t kAlign = 64;
+
+// The live allocations, so that freeing anything else is an error status, not a crash in free().
+struct Live {
+    std::mutex mu;
+    std::unordered_set<void *> blocks;
+};
+
+Live &live() {
+    // never destroyed: memory may be freed during static teardown
+    static Live *l = [] {
+        // held across fork(), so that the child's copy is consistent and unlocked
+        pthread_atfork([] { live().mu.lock(); }, [] { live().mu.unlock(); }, [] { live().mu.unlock(); });
+        return new Live;
+    }();
+    return *l;
+}
+
+aclError malloc_block(const char *fn, void **devPtr, size_t size) {
+    if (!devPtr) return fail(ACL_ERROR_INVALID_PARAM, "%s: devPtr is NULL.", fn);
+    if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, "%s: size is 0.", fn);
+    if (size > SIZE_MAX - kAlign) return fail(ACL_ERROR_BAD_ALLOC, "%s: cannot allocate %zu bytes.", fn, size);
+    void *p = std::aligned_alloc(kAlign, (size + kAlign - 1) / kAlign * kAlign);
+    if (!p) return fail(ACL_ERROR_BAD_ALLOC, "%s: cannot allocate %zu bytes.", fn, size);
+    {
+        Live &l = live();
+        std::lock_guard<std::mutex> lock(l.mu);
+        l.blocks.insert(p);
+    }
+    if (memcheck::enabled()) memcheck::on_malloc(fn, p, size);
+    *devPtr = p;
+    return ACL_SUCCESS;
+}
+
+aclError free_block(const char *fn, void *devPtr) {
+    if (!devPtr) return fail(ACL_ERROR_INVALID_PARAM, "%s: devPtr is NULL.", fn);
+    {
+        Live &l = live();
+        std::lock_guard<std::mutex> lock(l.mu);
+        if (l.blocks.erase(devPtr) == 1) {
+            // memcheck: kept poisoned in its quarantine, in the same step as it stops being live
+            if (memcheck::enabled()) memcheck::on_free(fn, devPtr);
+            else std::free(devPtr);
+            return ACL_SUCCESS;
+        }
+        if (memcheck::enabled()) memcheck::on_invalid_free(fn, devPtr);
+    }
+    return fail(ACL_ERROR_INVALID_PARAM, "%s: %p is not a live allocation (already freed, or not returned by aclrtMalloc).",
+                fn, devPtr);
+}
 }  // namespace
 
 extern "C" {
@@ -20,10 +75,12 @@ extern "C" {
 aclError aclInit(const char *) {
     if (g_initialized.exchange(true))
         return fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialized (call aclFinalize first).");
+    if (memcheck::enabled()) memcheck::on_init();
     return ACL_SUCCESS;
 }
 
 aclError aclFinalize(void) {
+    if (memcheck::enabled()) memcheck::on_finalize();
     g_initialized = false;
     return ACL_SUCCESS;
 }
@@ -49,26 +106,14 @@ aclError aclrtGetDevice(int32_t *deviceId) {
 }
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy) {
-    if (!devPtr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: devPtr is NULL.");
-    if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: size is 0.");
-    if (size > SIZE_MAX - kAlign) return fail(ACL_ERROR_BAD_ALLOC, "aclrtMalloc: cannot allocate %zu bytes.", size);
-    void *p = std::aligned_alloc(kAlign, (size + kAlign - 1) / kAlign * kAlign);
-    if (!p) return fail(ACL_ERROR_BAD_ALLOC, "aclrtMalloc: cannot allocate %zu bytes.", size);
-    *devPtr = p;
-    return ACL_SUCCESS;
+    return malloc_block("aclrtMalloc", devPtr, size);
 }
 
-aclError aclrtMallocHost(void **hostPtr, size_t size) {
-    return aclrtMalloc(hostPtr, size, ACL_MEM_MALLOC_HUGE_FIRST);
-}
+aclError aclrtMallocHost(void **hostPtr, size_t size) { return malloc_block("aclrtMallocHost", hostPtr, size); }
 
-aclError aclrtFree(void *devPtr) {
-    if (!devPtr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr is NULL.");
-    std::free(devPtr);
-    return ACL_SUCCESS;
-}
+aclError aclrtFree(void *devPtr) { return free_block("aclrtFree", devPtr); }
 
-aclError aclrtFreeHost(void *hostPtr) { return aclrtFree(hostPtr); }
+aclError aclrtFreeHost(void *hostPtr) { return free_block("aclrtFreeHost", hostPtr); }
 
 aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind) {
     if (int(kind) < ACL_MEMCPY_HOST_TO_HOST || int(kind) > ACL_MEMCPY_DEFAULT)
@@ -77,6 +122,7 @@ aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, a
         return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: count %zu is larger than destMax %zu.", count, destMax);
     if (count == 0) return ACL_SUCCESS;
     if (!dst || !src) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: dst or src is NULL.");
+    if (memcheck::enabled()) memcheck::on_memcpy(dst, destMax, src, count, kind);
     std::memmove(dst, src, count);
     return ACL_SUCCESS;
 }
@@ -86,6 +132,7 @@ aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
         return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemset: count %zu is larger than maxCount %zu.", count, maxCount);
     if (count == 0) return ACL_SUCCESS;
     if (!devPtr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemset: devPtr is NULL.");
+    if (memcheck::enabled()) memcheck::on_memset(devPtr, count);
     std::memset(devPtr, value, count);
     return ACL_SUCCESS;
 }

@@ -10,6 +10,7 @@ namespace ag {
 namespace {
 
 constexpr const char *kOp = "aclnnSoftmaxBackward";
+constexpr const char *kArgs[] = {"gradOutput", "output", "out"};
 
 struct SoftmaxBackwardExec : Executor {
     int dim = 0;
@@ -35,12 +36,14 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *output, int64_
     if (dim < -rank || dim >= rank)
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: provided dim %lld not in the range of input size %lld.", kOp,
                     (long long)dim, (long long)rank);
+    AG_CHECK(check_max_rank(kOp, gradOutput, "gradOutput", kOpMaxRank));  // output and out: same shape
     AG_CHECK(check_same_shape(kOp, output, "output", gradOutput, "gradOutput"));
     AG_CHECK(check_same_shape(kOp, out, "out", gradOutput, "gradOutput"));
     AG_CHECK(check_output_memory(kOp, out, "out", {{gradOutput, "gradOutput"}, {output, "output"}}, true));
 
     auto exec = std::make_unique<SoftmaxBackwardExec>();
     exec->op = kOp;
+    exec->names = kArgs;
     exec->dim = gradOutput->rank() == 0 ? 0 : int(dim < 0 ? dim + rank : dim);
     exec->io[0] = to_view(*gradOutput);
     exec->io[1] = to_view(*output);

@@ -13,6 +13,7 @@ namespace ag {
 namespace {
 
 constexpr const char *kOp = "aclnnSoftshrinkBackward";
+constexpr const char *kArgs[] = {"gradOutput", "self", "gradInput"};
 
 // io: gradOutput, self, gradInput (the inputs in their own shapes; the kernel broadcasts)
 struct SoftshrinkBackwardExec : Executor {
@@ -50,6 +51,8 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
     AG_CHECK(check_float_dtype(kOp, gradOutput, "gradOutput"));
     AG_CHECK(check_float_dtype(kOp, self, "self"));
     AG_CHECK(check_float_dtype(kOp, gradInput, "gradInput"));
+    AG_CHECK(check_max_rank(kOp, gradOutput, "gradOutput", kOpMaxRank));
+    AG_CHECK(check_max_rank(kOp, self, "self", kOpMaxRank));  // gradInput: their broadcast shape
     std::vector<int64_t> shape;
     AG_CHECK(broadcast_shapes(kOp, gradOutput, "gradOutput", self, "self", &shape));
     AG_CHECK(check_shape(kOp, gradInput, "gradInput", shape));
@@ -58,6 +61,7 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
 
     auto exec = std::make_unique<SoftshrinkBackwardExec>();
     exec->op = kOp;
+    exec->names = kArgs;
     exec->lambd = scalar_value(*lambd);
     exec->io[0] = to_view(*gradOutput);
     exec->io[1] = to_view(*self);

@@ -25,7 +25,9 @@ struct bf16_t { uint16_t bits; };
 
 enum class DType { F16, BF16, F32, F64, I32, I64, Bool };
 
-constexpr int kMaxRank = 8;
+// The most dims a view may have: what an aclTensor can describe in CANN (gert::Shape::kMaxDimNum).
+// Operators with a rank limit of their own check it before a kernel runs.
+constexpr int kMaxRank = 25;
 
 // A strided view as the kernels see it: `data` points at element 0, strides count elements.
 struct View {

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -215,6 +216,109 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
 }
 
 }  // namespace detail
+
+// ---- mixed dtypes: a conversion step instead of an instantiation per dtype combination ----
+//
+// A kernel instantiated for every combination of input and output dtypes grows as their product
+// (and is compiled once per ISA). Mixed-dtype calls instead convert chunks of each input into the
+// compute type C with a converter chosen at run time per dtype, run the op on C buffers, and
+// convert the result into the output dtype: instantiations grow with the number of dtypes. The
+// values are those of map (the same exact loads into C, the same op lane by lane, one rounding
+// into O by the same vstore), only the loop is split differently.
+
+// Elements per chunk: a few KiB per buffer, all of them in L1.
+constexpr int64_t kConvChunk = 512;
+
+// n elements p[0], p[s], ... (s may be 0: one element broadcast) converted into dst[0, n).
+template <class C> using to_compute_fn = void (*)(const char *p, int64_t s, int64_t n, C *dst);
+// src[0, n) rounded once into p[0], p[s], ...
+template <class C> using from_compute_fn = void (*)(const C *src, char *p, int64_t s, int64_t n);
+
+namespace detail {
+
+template <class C, class T>
+void to_compute(const char *pc, int64_t s, int64_t n, C *dst) {
+    const T *p = reinterpret_cast<const T *>(pc);
+    constexpr int64_t L = lanes<C>;
+    for (int64_t i = 0; i < n; i += L) {
+        const int64_t m = std::min(L, n - i);
+        const vec_t<C> v = vload_run<C>(p + i * s, s, m);
+        std::memcpy(dst + i, &v, size_t(m) * sizeof(C));
+    }
+}
+
+template <class C, class O>
+void from_compute(const C *src, char *pc, int64_t s, int64_t n) {
+    O *p = reinterpret_cast<O *>(pc);
+    constexpr int64_t L = lanes<C>;
+    for (int64_t i = 0; i < n; i += L) {
+        const int64_t m = std::min(L, n - i);
+        vstore_run(p + i * s, s, m, vload_run<C>(src + i, 1, m));
+    }
+}
+
+}  // namespace detail
+
+template <class C> to_compute_fn<C> to_compute_for(DType t) {
+    switch (t) {
+        case DType::F16: return detail::to_compute<C, half_t>;
+        case DType::BF16: return detail::to_compute<C, bf16_t>;
+        case DType::F32: return detail::to_compute<C, float>;
+        default: return detail::to_compute<C, double>;
+    }
+}
+
+template <class C> from_compute_fn<C> from_compute_for(DType t) {
+    switch (t) {
+        case DType::F16: return detail::from_compute<C, half_t>;
+        case DType::BF16: return detail::from_compute<C, bf16_t>;
+        case DType::F32: return detail::from_compute<C, float>;
+        default: return detail::from_compute<C, double>;
+    }
+}
+
+inline int64_t dtype_size(DType t) { return t == DType::F64 ? 8 : t == DType::F32 ? 4 : 2; }
+
+namespace detail {
+
+// o[0, m) = op(b[0][0, m), b[1][0, m), ...) on C buffers, a partial vector last (zero-padded, as map)
+template <class C, class Op, std::size_t... K>
+AG_INLINE void apply_chunk(std::index_sequence<K...>, Op &op, const C (*b)[kConvChunk], C *o, int64_t m) {
+    constexpr int64_t L = lanes<C>;
+    int64_t i = 0;
+    for (; i + L <= m; i += L) vstore(o + i, op(vload<C>(b[K] + i)...));
+    if (i < m) vstore_run(o + i, 1, m - i, op(vload_run<C>(b[K] + i, 1, m - i)...));
+}
+
+}  // namespace detail
+
+// out[i] = op(in[0][i], in[1][i], ...) for inputs and out of any float dtypes, computed in C:
+// the values of map<C, O, T...> with the dtypes read from the views (see above).
+template <class C, int N, class Op>
+void map_convert(const View &out, const View (&in)[N], Op op) {
+    View v[N + 1];
+    v[0] = out;
+    to_compute_fn<C> ld[N];
+    int64_t es[N + 1];
+    es[0] = dtype_size(out.dtype);
+    for (int k = 0; k < N; ++k) {
+        v[k + 1] = broadcast_to(in[k], out.shape, out.ndim);
+        ld[k] = to_compute_for<C>(in[k].dtype);
+        es[k + 1] = dtype_size(in[k].dtype);
+    }
+    const from_compute_fn<C> st = from_compute_for<C>(out.dtype);
+    for_each_run<N + 1>(v, [&](auto, const int64_t *off, const int64_t *step, int64_t n) __attribute__((flatten)) {
+        alignas(64) C buf[N][kConvChunk];
+        alignas(64) C res[kConvChunk];
+        for (int64_t c = 0; c < n; c += kConvChunk) {
+            const int64_t m = std::min(kConvChunk, n - c);
+            for (int k = 0; k < N; ++k)
+                ld[k](v[k + 1].data + (off[k + 1] + c * step[k + 1]) * es[k + 1], step[k + 1], m, buf[k]);
+            detail::apply_chunk<C>(std::make_index_sequence<N>{}, op, buf, res, m);
+            st(res, v[0].data + (off[0] + c * step[0]) * es[0], step[0], m);
+        }
+    });
+}
 
 // out[i] = op(load<C>(in[0][i]), load<C>(in[1][i]), ...), stored (rounded once) as O, where
 // in[k] (element type T_k) is broadcast to out's shape. A generic op (auto parameters, simd.h

@@ -12,22 +12,30 @@ namespace ag::kern {
 inline namespace AG_ISA_NS {
 namespace {
 
-template <class C>
-inline C term(C g, C t, bool log_target) {
-    return (log_target ? exp1(t) : t) * g;  // e^t as the pointwise path computes it
-}
-
 // Stores a double into a view element of any float dtype (once per out element: the switch is
 // cheap next to the sum before it, and spares instantiating the sum loops per out dtype).
 inline void store_any(char *p, DType o, double v) {
     dispatch_float(o, [&](auto x) { store(reinterpret_cast<decltype(x) *>(p), v); });
 }
 
-inline size_t elem_size(DType t) { return t == DType::F64 ? 8 : t == DType::F32 ? 4 : 2; }
+// The terms of n pre-images: g[i] = (log_target ? e^t[i] : t[i]) * g[i] in C, e^t as the
+// pointwise path computes it (vexp, lane by lane).
+template <class C>
+void terms(C *g, const C *t, int64_t n, bool log_target) {
+    constexpr int64_t L = lanes<C>;
+    for (int64_t i = 0; i < n; i += L) {
+        const int64_t m = std::min(L, n - i);
+        const vec_t<C> tv = vload_run<C>(t + i, 1, m);
+        vstore_run(g + i, 1, m, (log_target ? vexp(tv) : tv) * vload_run<C>(g + i, 1, m));
+    }
+}
 
-template <class C, class G, class T>
+// Only the compute type is a template parameter: grad and target of any dtype are read through
+// converters (elementwise.h) into C buffers of up to kConvChunk pre-images at a time.
+template <class C>
 void reduce(const KlArgs &a) {
     constexpr int64_t kW = 256;  // out elements per work unit along the innermost kept dim
+    static_assert(kW <= kConvChunk);
     const View o = broadcast_to(a.out, a.shape, a.ndim);
     const View gv = broadcast_to(a.grad, a.shape, a.ndim);
     const View tv = broadcast_to(a.target, a.shape, a.ndim);
@@ -50,10 +58,11 @@ void reduce(const KlArgs &a) {
     const int64_t *rstr[2] = {rsg, rst};
     const Iter<3> kit = make_iter<3>(ksh, nk, kstr);
     const Iter<2> rit = make_iter<2>(rsh, nr, rstr);
-    const G *g = reinterpret_cast<const G *>(a.grad.data);
-    const T *t = reinterpret_cast<const T *>(a.target.data);
+    const char *g = a.grad.data, *t = a.target.data;
+    const int64_t eg = dtype_size(a.grad.dtype), et = dtype_size(a.target.dtype);
+    const to_compute_fn<C> ldg = to_compute_for<C>(a.grad.dtype), ldt = to_compute_for<C>(a.target.dtype);
     char *out = a.out.data;
-    const size_t oes = elem_size(a.out.dtype);
+    const int64_t oes = dtype_size(a.out.dtype);
     const DType odt = a.out.dtype;
 
     // innermost kept dim: blocks of out elements; the rest walked with Walker
@@ -71,8 +80,7 @@ void reduce(const KlArgs &a) {
             for (int64_t u = b; u < e; ++u) {
                 const Walker<3> kp(kouter, u / blocks);
                 const int64_t j0 = (u % blocks) * kW, cols = std::min(kW, kin - j0);
-                for (int64_t j = 0; j < cols; ++j)
-                    store_any(out + (kp.off[0] + (j0 + j) * kio) * int64_t(oes), odt, 0.0);
+                for (int64_t j = 0; j < cols; ++j) store_any(out + (kp.off[0] + (j0 + j) * kio) * oes, odt, 0.0);
             }
         });
         return;
@@ -80,6 +88,15 @@ void reduce(const KlArgs &a) {
     const bool lt = a.log_target;
     const double c = a.scale;
     const int64_t kout = kit.numel();
+    // innermost reduced dim (reduced dims have sizes >= 2 here: rit.ndim >= 1)
+    const int64_t rin = rit.shape[rit.ndim - 1];
+    const int64_t rig = rit.stride[0][rit.ndim - 1], rit_ = rit.stride[1][rit.ndim - 1];
+    // the terms of n <= kConvChunk pre-images at steps sg, st from element offsets og, ot, in bg
+    const auto load_terms = [&](C *bg, C *bt, int64_t og, int64_t ot, int64_t sg, int64_t st, int64_t n) {
+        ldg(g + og * eg, sg, n, bg);
+        ldt(t + ot * et, st, n, bt);
+        terms(bg, bt, n, lt);
+    };
     constexpr int64_t kChunk = 1 << 15;
     if (kout <= 64 && rnum >= 2 * kChunk) {
         // Few out elements with long sums: each sum is cut into fixed chunks of pre-images (by
@@ -87,13 +104,18 @@ void reduce(const KlArgs &a) {
         const int64_t nch = (rnum + kChunk - 1) / kChunk;
         double *part = scratch<double>(size_t(kout * nch));  // the calling thread's
         parallel_for(kout * nch, kout * rnum, [&](int64_t b, int64_t e) {
+            alignas(64) C bg[kConvChunk], bt[kConvChunk];
             for (int64_t u = b; u < e; ++u) {
                 const Walker<3> kp(kit, u / nch);
-                const int64_t r0 = (u % nch) * kChunk, r1 = std::min(rnum, r0 + kChunk);
-                Walker<2> rp(rit, r0);
+                const int64_t r1 = std::min(rnum, (u % nch) * kChunk + kChunk);
                 double s = 0;
-                for (int64_t r = r0; r < r1; ++r, rp.next())
-                    s += double(term(load<C>(g + kp.off[1] + rp.off[0]), load<C>(t + kp.off[2] + rp.off[1]), lt));
+                for (int64_t r = (u % nch) * kChunk; r < r1;) {  // runs along the innermost reduced dim
+                    const Walker<2> rp(rit, r);
+                    const int64_t n = std::min({rin - r % rin, r1 - r, kConvChunk});
+                    load_terms(bg, bt, kp.off[1] + rp.off[0], kp.off[2] + rp.off[1], rig, rit_, n);
+                    for (int64_t i = 0; i < n; ++i) s += double(bg[i]);
+                    r += n;
+                }
                 part[size_t(u)] = s;
             }
         });
@@ -101,13 +123,11 @@ void reduce(const KlArgs &a) {
             double s = 0;
             for (int64_t ch = 0; ch < nch; ++ch) s += part[size_t(k * nch + ch)];
             const Walker<3> kp(kit, k);
-            store_any(out + kp.off[0] * int64_t(oes), odt, -s * c);
+            store_any(out + kp.off[0] * oes, odt, -s * c);
         }
         return;
     }
-    // innermost reduced dim: a plain loop; the rest walked with Walker
-    const int64_t rin = rit.shape[rit.ndim - 1];
-    const int64_t rig = rit.stride[0][rit.ndim - 1], rit_ = rit.stride[1][rit.ndim - 1];
+    // the rest of the reduced dims walked with Walker
     Iter<2> router = rit;
     router.ndim = rit.ndim - 1;
     const int64_t rout = router.numel();
@@ -118,54 +138,66 @@ void reduce(const KlArgs &a) {
 
     parallel_for(units, kouter.numel() * kin * rnum, [&](int64_t b, int64_t e) {
         double acc[kW];
+        alignas(64) C bg[kConvChunk], bt[kConvChunk];
         for (int64_t u = b; u < e; ++u) {
             const Walker<3> kp(kouter, u / blocks);
             const int64_t j0 = (u % blocks) * kW, cols = std::min(kW, kin - j0);
-            const G *gb = g + kp.off[1] + j0 * kig;
-            const T *tb = t + kp.off[2] + j0 * kit_;
+            const int64_t gb = kp.off[1] + j0 * kig, tb = kp.off[2] + j0 * kit_;
             std::fill(acc, acc + cols, 0.0);
             Walker<2> rp(router, 0);
             for (int64_t ro = 0; ro < rout; ++ro, rp.next()) {
-                const G *gr = gb + rp.off[0];
-                const T *tr = tb + rp.off[1];
+                const int64_t gr = gb + rp.off[0], tr = tb + rp.off[1];
                 if (r_inner) {
                     for (int64_t j = 0; j < cols; ++j) {
                         double s = acc[j];
-                        for (int64_t r = 0; r < rin; ++r)
-                            s += double(term(load<C>(gr + j * kig + r * rig), load<C>(tr + j * kit_ + r * rit_), lt));
+                        for (int64_t r = 0; r < rin; r += kConvChunk) {
+                            const int64_t n = std::min(kConvChunk, rin - r);
+                            load_terms(bg, bt, gr + j * kig + r * rig, tr + j * kit_ + r * rit_, rig, rit_, n);
+                            for (int64_t i = 0; i < n; ++i) s += double(bg[i]);
+                        }
                         acc[j] = s;
                     }
                 } else {
-                    for (int64_t r = 0; r < rin; ++r)
-                        for (int64_t j = 0; j < cols; ++j)
-                            acc[j] += double(term(load<C>(gr + j * kig + r * rig), load<C>(tr + j * kit_ + r * rit_), lt));
+                    for (int64_t r = 0; r < rin; ++r) {
+                        load_terms(bg, bt, gr + r * rig, tr + r * rit_, kig, kit_, cols);
+                        for (int64_t j = 0; j < cols; ++j) acc[j] += double(bg[j]);
+                    }
                 }
             }
-            for (int64_t j = 0; j < cols; ++j)
-                store_any(out + (kp.off[0] + (j0 + j) * kio) * int64_t(oes), odt, -acc[j] * c);
+            for (int64_t j = 0; j < cols; ++j) store_any(out + (kp.off[0] + (j0 + j) * kio) * oes, odt, -acc[j] * c);
         }
     });
 }
 
-template <class C, class G, class T>
+// The pointwise map: instantiated directly only where grad, target and out share a dtype that
+// computes in its own compute type (the fast path); every other combination converts (map_convert).
+template <class C, class Op>
+void pointwise(const KlArgs &a, const View &o, Op op) {
+    const DType dt = o.dtype;
+    if (a.grad.dtype == dt && a.target.dtype == dt && (dt == DType::F64) == std::is_same_v<C, double>) {
+        dispatch_float(dt, [&](auto x) {
+            using T = decltype(x);
+            if constexpr (std::is_same_v<compute_t<T>, C>) map<C, T, T, T>(o, {a.grad, a.target}, op);
+        });
+    } else {
+        map_convert<C>(o, {a.grad, a.target}, op);
+    }
+}
+
+template <class C>
 void pointwise(const KlArgs &a) {
     // out has B's shape up to leading size-1 dims: view it with B's shape
     const View o = broadcast_to(a.out, a.shape, a.ndim);
     const C c = C(a.scale);
-    dispatch_float(o.dtype, [&](auto x) {
-        using O = decltype(x);
-        // log_target decided outside the op, which stays branch-free
-        if (a.log_target)
-            map<C, O, G, T>(o, {a.grad, a.target}, [c](auto gv, auto tv) { return -(vexp(tv) * gv) * c; });
-        else
-            map<C, O, G, T>(o, {a.grad, a.target}, [c](auto gv, auto tv) { return -(tv * gv) * c; });
-    });
+    // log_target decided outside the op, which stays branch-free
+    if (a.log_target) pointwise<C>(a, o, [c](auto gv, auto tv) { return -(vexp(tv) * gv) * c; });
+    else pointwise<C>(a, o, [c](auto gv, auto tv) { return -(tv * gv) * c; });
 }
 
-template <class C, class G, class T>
+template <class C>
 void run(const KlArgs &a, bool reduces) {
-    if (reduces) reduce<C, G, T>(a);
-    else pointwise<C, G, T>(a);
+    if (reduces) reduce<C>(a);
+    else pointwise<C>(a);
 }
 
 }  // namespace
@@ -177,18 +209,9 @@ void kl_div_backward_kernel(const KlArgs &a) {
     const int lead = a.ndim - a.out.ndim;
     for (int d = 0; d < a.ndim; ++d)
         reduces = reduces || (d < lead ? 1 : a.out.shape[d - lead]) != a.shape[d];
-    dispatch_float(a.grad.dtype, [&](auto xg) {
-        dispatch_float(a.target.dtype, [&](auto xt) {
-            using G = decltype(xg);
-            using T = decltype(xt);
-            if constexpr (std::is_same_v<common_compute_t<G, T>, double>) {
-                run<double, G, T>(a, reduces);
-            } else {
-                if (a.f64) run<double, G, T>(a, reduces);
-                else run<float, G, T>(a, reduces);
-            }
-        });
-    });
+    // (a.f64: some input, self included, is f64)
+    if (a.f64 || a.grad.dtype == DType::F64 || a.target.dtype == DType::F64) run<double>(a, reduces);
+    else run<float>(a, reduces);
 }
 
 }  // namespace AG_ISA_NS

@@ -8,23 +8,33 @@ namespace ag::kern {
 inline namespace AG_ISA_NS {
 namespace {
 
-template <class T, class O>
-void run(const View &g, const View &x, const View &out) {
-    using C = compute_t<T>;
-    map<C, O, T, T>(out, {g, x}, [](auto gv, auto xv) {
+template <class C>
+auto op() {
+    return [](auto gv, auto xv) {
         const auto z = vexp(-vabs(xv));
         // both sides computed, one selected: branch-free
         return div_1_2(select(xv < C(0), gv, gv * z), C(1) + z);
-    });
+    };
 }
 
 }  // namespace
 
+// Instantiated directly where g, x and out share a dtype (the fast path); other out dtypes
+// convert (elementwise.h, map_convert).
 void log_sigmoid_backward_kernel(const View &g, const View &x, const View &out) {
     if (out.numel() == 0) return;
-    dispatch_float(g.dtype, [&](auto t) {
-        dispatch_float(out.dtype, [&](auto o) { run<decltype(t), decltype(o)>(g, x, out); });
-    });
+    const bool f64 = g.dtype == DType::F64;
+    if (g.dtype == out.dtype && x.dtype == out.dtype) {
+        dispatch_float(g.dtype, [&](auto t) {
+            using T = decltype(t);
+            using C = compute_t<T>;
+            map<C, T, T, T>(out, {g, x}, op<C>());
+        });
+    } else if (f64) {
+        map_convert<double>(out, {g, x}, op<double>());
+    } else {
+        map_convert<float>(out, {g, x}, op<float>());
+    }
 }
 
 }  // namespace AG_ISA_NS

@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include <cctype>
+
 #include "ascendgrad/ascendgrad.h"
 
 namespace agpy {
@@ -65,9 +67,79 @@ struct PyStream {
 
 }  // namespace
 
-void raise_status(int status) {
+namespace {
+
+// `msg` with every whole word that is a C argument name replaced by the NumPy one; text in
+// double quotes (a value the caller passed) is kept as it is.
+std::string renamed(const std::string &msg, const ArgNames &names) {
+    auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    std::string r;
+    bool quoted = false;
+    for (size_t i = 0; i < msg.size();) {
+        if (!ident(msg[i]) || quoted) {
+            quoted ^= msg[i] == '"';
+            r += msg[i++];
+            continue;
+        }
+        size_t j = i;
+        while (j < msg.size() && ident(msg[j])) ++j;
+        const std::string word = msg.substr(i, j - i);
+        const char *py_name = nullptr;
+        for (const auto &n : names)
+            if (word == n.first) py_name = n.second;
+        r += py_name ? py_name : word;
+        i = j;
+    }
+    return r;
+}
+
+PyObject *numpy_type(const char *name) {  // numpy.integer, numpy.floating, numpy.bool_ (kept for good)
+    return py::object(numpy().attr(name)).release().ptr();
+}
+
+}  // namespace
+
+void raise_status(int status, const ArgNames *names) {
     const char *msg = aclGetRecentErrMsg();
-    throw AclnnFailure(status, msg ? msg : "aclnn call failed with status " + std::to_string(status));
+    std::string text = msg ? msg : "aclnn call failed with status " + std::to_string(status);
+    throw AclnnFailure(status, names ? renamed(text, *names) : text);
+}
+
+std::string type_name(py::handle v) { return py::str(py::type::of(v).attr("__name__")).cast<std::string>(); }
+
+int64_t int_arg(py::handle v, const char *name) {
+    static PyObject *integer = numpy_type("integer");
+    PyObject *p = v.ptr();
+    if (PyBool_Check(p) || !(PyLong_Check(p) || PyObject_IsInstance(p, integer) == 1))
+        throw py::type_error(std::string(name) + " must be an int, got " + type_name(v));
+    py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(p));
+    if (!i) throw py::error_already_set();
+    int overflow = 0;
+    const long long r = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (overflow) throw py::value_error(std::string(name) + " must fit in int64, got " + py::str(i).cast<std::string>());
+    return r;
+}
+
+double float_arg(py::handle v, const char *name) {
+    static PyObject *generic = numpy_type("generic");
+    PyObject *p = v.ptr();
+    bool real = !PyBool_Check(p) && (PyFloat_Check(p) || PyLong_Check(p));
+    if (!real && PyObject_IsInstance(p, generic) == 1) {  // a NumPy scalar: integer or float (bfloat16 too)
+        const aclDataType t = acl_dtype(py::reinterpret_borrow<py::object>(v).attr("dtype").cast<py::dtype>());
+        real = t != ACL_BOOL && t != ACL_COMPLEX64 && t != ACL_COMPLEX128 && t != ACL_DT_UNDEFINED;
+    }
+    if (!real) throw py::type_error(std::string(name) + " must be a float, got " + type_name(v));
+    const double d = PyFloat_AsDouble(p);
+    if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();  // an int beyond the float range
+    return d;
+}
+
+bool bool_arg(py::handle v, const char *name) {
+    static PyObject *np_bool = numpy_type("bool_");
+    PyObject *p = v.ptr();
+    if (!(PyBool_Check(p) || PyObject_IsInstance(p, np_bool) == 1))
+        throw py::type_error(std::string(name) + " must be a bool, got " + type_name(v));
+    return PyObject_IsTrue(p) == 1;
 }
 
 py::dtype bfloat16_dtype() {
@@ -132,6 +204,14 @@ TensorRef::TensorRef(py::array a) : a_(std::move(a)) {
     char *base = static_cast<char *>(const_cast<void *>(a_.data())) + lo * es;
     t_ = aclCreateTensor(shape.data(), nd, dt, strides.data(), -lo, ACL_FORMAT_ND, &storage, 1, base);
     if (!t_) raise_status(ACLNN_ERR_PARAM_INVALID);
+    base_ = base;
+    bytes_ = size_t(storage * es);
+    ascendgradMemcheckRegister(base_, bytes_, "NumPy array");
+}
+
+TensorRef::~TensorRef() {
+    aclDestroyTensor(t_);
+    ascendgradMemcheckUnregister(base_, bytes_);
 }
 
 std::vector<int64_t> shape_of(const py::array &a) { return {a.shape(), a.shape() + a.ndim()}; }
@@ -157,6 +237,35 @@ bool is_weak(py::handle obj) {
 py::array as_input_like(py::handle obj, const char *name, const py::array &like) {
     if (!is_weak(obj)) return as_input(obj, name);
     return as_input(as_input(obj, name).attr("astype")(like.dtype()), name);
+}
+
+std::pair<py::array, py::array> as_input_pair(py::handle a, const char *a_name, py::handle b, const char *b_name) {
+    if (is_weak(a)) {
+        py::array bb = as_input(b, b_name);
+        return {as_input_like(a, a_name, bb), bb};
+    }
+    py::array aa = as_input(a, a_name);
+    return {aa, as_input_like(b, b_name, aa)};
+}
+
+namespace {
+bool is_float(const py::dtype &dt) {
+    const aclDataType t = acl_dtype(dt);
+    return t == ACL_FLOAT16 || t == ACL_BF16 || t == ACL_FLOAT || t == ACL_DOUBLE;
+}
+}  // namespace
+
+void check_same_float_dtype(const char *op, const py::array &a, const char *a_name, const py::array &b,
+                            const char *b_name) {
+    const py::dtype da = a.dtype(), db = b.dtype();
+    // a scalar only: NumPy's promotion rules are what a user may expect there (arrays get the
+    // library's message)
+    if (a.ndim() != 0 || !is_float(da) || !is_float(db) || acl_dtype(da) == acl_dtype(db)) return;
+    const std::string want = py::str(db).cast<std::string>();
+    throw AclnnFailure(ACLNN_ERR_PARAM_INVALID,
+                       std::string(op) + ": " + a_name + " is " + py::str(da).cast<std::string>() + " but " + b_name +
+                           " is " + want + ": pass a Python float or a " + want + " value (Python numbers take " +
+                           b_name + "'s dtype, NumPy scalars keep theirs).");
 }
 
 py::array as_output(py::handle obj, const char *name) {
@@ -192,6 +301,7 @@ py::tuple phase1_result(aclnnStatus s, uint64_t ws, aclOpExecutor *ex, std::vect
     if (s != ACLNN_SUCCESS) return py::make_tuple(s, 0, py::none());
     PyExecutor e;
     e.handle = ex;
+    e.live = true;
     e.keep = std::move(keep);
     return py::make_tuple(s, ws, py::cast(std::move(e)));
 }
@@ -209,9 +319,11 @@ static aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspac
         ws = a.mutable_data();
     }
     aclOpExecutor *ex = nullptr;
+    PyExecutor *pe = nullptr;
     if (!executor.is_none()) {
         if (!py::isinstance<PyExecutor>(executor)) throw py::type_error("executor must be an aclnn.Executor or None");
-        ex = executor.cast<PyExecutor &>().handle;
+        pe = &executor.cast<PyExecutor &>();
+        ex = pe->handle;
     }
     aclrtStream st = nullptr;
     if (!stream.is_none()) {
@@ -222,6 +334,7 @@ static aclnnStatus run_phase2(Phase2 fn, py::object workspace, uint64_t workspac
         if (ex) ps.pending.push_back(executor);
         if (!workspace.is_none()) ps.pending.push_back(workspace);
     }
+    if (pe && !pe->repeatable) pe->live = false;  // phase 2 consumes a single-use executor, whatever its status
     py::gil_scoped_release nogil;
     return fn(ws, workspace_size, ex, st);
 }
@@ -322,12 +435,22 @@ void bind_common(py::module_ &m, py::module_ &raw) {
     raw.def(
         "set_executor_repeatable",
         [](py::object e) {
-            return aclSetAclOpExecutorRepeatable(e.is_none() ? nullptr : e.cast<PyExecutor &>().handle);
+            if (e.is_none()) return aclSetAclOpExecutorRepeatable(nullptr);
+            PyExecutor &pe = e.cast<PyExecutor &>();
+            const aclnnStatus s = aclSetAclOpExecutorRepeatable(pe.handle);
+            if (s == ACLNN_SUCCESS) pe.repeatable = true;
+            return s;
         },
         py::arg("executor"));
     raw.def(
         "destroy_executor",
-        [](py::object e) { return aclDestroyAclOpExecutor(e.is_none() ? nullptr : e.cast<PyExecutor &>().handle); },
+        [](py::object e) {
+            if (e.is_none()) return aclDestroyAclOpExecutor(nullptr);
+            PyExecutor &pe = e.cast<PyExecutor &>();
+            const aclnnStatus s = aclDestroyAclOpExecutor(pe.handle);
+            if (s == ACLNN_SUCCESS) pe.live = false;
+            return s;
+        },
         py::arg("executor"));
 }
 

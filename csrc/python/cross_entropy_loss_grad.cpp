@@ -5,6 +5,17 @@
 namespace agpy {
 namespace {
 
+const char *const kOp = "aclnnCrossEntropyLossGrad";
+const ArgNames kNames = {{"gradLoss", "grad_loss"},
+                         {"logProb", "log_prob"},
+                         {"weightOptional", "weight"},
+                         {"gradZlossOptional", "grad_zloss"},
+                         {"lseForZlossOptional", "lse_for_zloss"},
+                         {"reductionOptional", "reduction"},
+                         {"ignoreIndex", "ignore_index"},
+                         {"labelSmoothing", "label_smoothing"},
+                         {"lseSquareScaleForZloss", "lse_square_scale_for_zloss"}};
+
 // reductionOptional: None -> NULL ("mean"); otherwise a str, checked by the library.
 const char *reduction_arg(const py::object &reduction, std::string *keep) {
     if (reduction.is_none()) return nullptr;
@@ -21,20 +32,30 @@ void bind_cross_entropy_loss_grad(py::module_ &m, py::module_ &raw) {
     m.def(
         "cross_entropy_loss_grad",
         [](py::handle grad_loss, py::handle log_prob, py::handle target, py::handle weight, py::object reduction,
-           int64_t ignore_index, double label_smoothing, py::handle grad_zloss, py::handle lse_for_zloss,
-           double lse_square_scale_for_zloss, py::handle out) {
+           py::handle ignore_index_arg, py::handle label_smoothing_arg, py::handle grad_zloss,
+           py::handle lse_for_zloss, py::handle lse_square_scale_arg, py::handle out) {
+            std::string red_keep;
+            const char *red = reduction_arg(reduction, &red_keep);
+            const int64_t ignore_index = int_arg(ignore_index_arg, "ignore_index");
+            const double label_smoothing = float_arg(label_smoothing_arg, "label_smoothing");
+            const double lse_square_scale_for_zloss = float_arg(lse_square_scale_arg, "lse_square_scale_for_zloss");
             py::array lp = as_input(log_prob, "log_prob");
             // Python numbers and sequences (no dtype of their own) take log_prob's dtype
             py::array gl = as_input_like(grad_loss, "grad_loss", lp);
+            check_same_float_dtype(kOp, gl, "grad_loss", lp, "log_prob");
             py::array tg = as_input(target, "target");
-            std::string red_keep;
-            const char *red = reduction_arg(reduction, &red_keep);
             std::unique_ptr<TensorRef> tw, tgz, tlse;
             if (!weight.is_none()) tw = std::make_unique<TensorRef>(as_input(weight, "weight"));
-            if (!grad_zloss.is_none())
-                tgz = std::make_unique<TensorRef>(as_input_like(grad_zloss, "grad_zloss", lp));
-            if (!lse_for_zloss.is_none())
-                tlse = std::make_unique<TensorRef>(as_input_like(lse_for_zloss, "lse_for_zloss", lp));
+            if (!grad_zloss.is_none()) {
+                py::array a = as_input_like(grad_zloss, "grad_zloss", lp);
+                check_same_float_dtype(kOp, a, "grad_zloss", lp, "log_prob");
+                tgz = std::make_unique<TensorRef>(a);
+            }
+            if (!lse_for_zloss.is_none()) {
+                py::array a = as_input_like(lse_for_zloss, "lse_for_zloss", lp);
+                check_same_float_dtype(kOp, a, "lse_for_zloss", lp, "log_prob");
+                tlse = std::make_unique<TensorRef>(a);
+            }
             py::array o = out.is_none() ? new_array(shape_of(lp), lp.dtype()) : as_output(out, "out");
             TensorRef tgl(gl), tlp(lp), ttg(tg), to(o);
             run_two_phase(
@@ -44,7 +65,7 @@ void bind_cross_entropy_loss_grad(py::module_ &m, py::module_ &raw) {
                         tlse ? tlse->get() : nullptr, const_cast<char *>(red), ignore_index, label_smoothing,
                         lse_square_scale_for_zloss, to.get(), ws, ex);
                 },
-                aclnnCrossEntropyLossGrad);
+                aclnnCrossEntropyLossGrad, kNames);
             return o;
         },
         py::arg("grad_loss"), py::arg("log_prob"), py::arg("target"), py::arg("weight") = py::none(),

@@ -5,6 +5,8 @@
 namespace agpy {
 namespace {
 
+const ArgNames kNames = {{"gradOutput", "grad_output"}, {"self", "x"}, {"logTarget", "log_target"}};
+
 // "none" | "mean" | "sum" | "batchmean" or an int (checked by the library, 0..3).
 int64_t reduction_code(const py::object &r) {
     if (py::isinstance<py::str>(r)) {
@@ -33,8 +35,9 @@ int64_t reduction_code(const py::object &r) {
 void bind_kl_div_backward(py::module_ &m, py::module_ &raw) {
     m.def(
         "kl_div_backward",
-        [](py::handle grad_output, py::handle x, py::handle target, py::object reduction, bool log_target,
+        [](py::handle grad_output, py::handle x, py::handle target, py::object reduction, py::handle log_target_arg,
            py::handle out) {
+            const bool log_target = bool_arg(log_target_arg, "log_target");
             py::array xs = as_input(x, "x");
             // ndarrays keep their dtype (mixed dtypes are allowed); Python numbers and sequences take x's
             py::array g = as_input_like(grad_output, "grad_output", xs), t = as_input_like(target, "target", xs);
@@ -46,7 +49,7 @@ void bind_kl_div_backward(py::module_ &m, py::module_ &raw) {
                     return aclnnKlDivBackwardGetWorkspaceSize(tg.get(), tx.get(), tt.get(), red, log_target, to.get(),
                                                               ws, ex);
                 },
-                aclnnKlDivBackward);
+                aclnnKlDivBackward, kNames);
             return o;
         },
         py::arg("grad_output"), py::arg("x"), py::arg("target"), py::arg("reduction") = "mean",

@@ -3,13 +3,16 @@
 #include "common.h"
 
 namespace agpy {
+namespace {
+const ArgNames kNames = {{"gradOutput", "grad_output"}, {"self", "x"}, {"gradInput", "out"}};
+}  // namespace
 
 void bind_logsigmoid_backward(py::module_ &m, py::module_ &raw) {
     m.def(
         "log_sigmoid_backward",
         [](py::handle grad_output, py::handle x, py::handle buffer, py::handle out) {
-            py::array xs = as_input(x, "x");
-            py::array g = as_input_like(grad_output, "grad_output", xs);
+            auto [g, xs] = as_input_pair(grad_output, "grad_output", x, "x");
+            check_same_float_dtype("aclnnLogSigmoidBackward", xs, "x", g, "grad_output");
             // The C API wants a non-NULL buffer but never reads it: x itself serves when absent.
             py::array b = buffer.is_none() ? xs : as_input(buffer, "buffer");
             py::array o = out.is_none() ? new_array(shape_of(xs), xs.dtype()) : as_output(out, "out");
@@ -18,7 +21,7 @@ void bind_logsigmoid_backward(py::module_ &m, py::module_ &raw) {
                 [&](uint64_t *ws, aclOpExecutor **ex) {
                     return aclnnLogSigmoidBackwardGetWorkspaceSize(tg.get(), tx.get(), tb.get(), to.get(), ws, ex);
                 },
-                aclnnLogSigmoidBackward);
+                aclnnLogSigmoidBackward, kNames);
             return o;
         },
         py::arg("grad_output"), py::arg("x"), py::arg("buffer") = py::none(), py::arg("out") = py::none());

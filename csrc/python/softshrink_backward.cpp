@@ -5,6 +5,8 @@
 namespace agpy {
 namespace {
 
+const ArgNames kNames = {{"gradOutput", "grad_output"}, {"self", "x"}, {"gradInput", "out"}};
+
 // numpy.result_type(g, x); float16 with bfloat16 has none in NumPy: float32, their compute type
 // (and PyTorch's promotion).
 py::dtype result_dtype(const py::array &g, const py::array &x) {
@@ -35,8 +37,14 @@ struct Lambd {
     aclScalar *s = nullptr;
     explicit Lambd(py::handle v) {
         if (v.is_none()) return;
-        py::array a = as_input(v, "lambd");
-        if (a.ndim() != 0) throw py::type_error("lambd must be a single number");
+        auto wrong = [v] { return py::type_error("lambd must be a single real number, got " + type_name(v)); };
+        py::array a;
+        try {
+            a = as_input(v, "lambd");
+        } catch (const py::type_error &) {  // a str, an object: not a number at all
+            throw wrong();
+        }
+        if (a.ndim() != 0) throw wrong();
         s = aclCreateScalar(const_cast<void *>(a.data()), acl_dtype(a.dtype()));
         if (!s) raise_status(ACLNN_ERR_PARAM_INVALID);
     }
@@ -51,15 +59,8 @@ void bind_softshrink_backward(py::module_ &m, py::module_ &raw) {
     m.def(
         "softshrink_backward",
         [](py::handle grad_output, py::handle x, py::handle lambd, py::handle out) {
-            // a Python number or sequence takes the other operand's dtype
-            py::array g, xs;
-            if (!is_weak(grad_output)) {
-                g = as_input(grad_output, "grad_output");
-                xs = as_input_like(x, "x", g);
-            } else {
-                xs = as_input(x, "x");
-                g = as_input_like(grad_output, "grad_output", xs);
-            }
+            // dtypes may differ (NumPy scalars included); a Python number or sequence takes the other's
+            auto [g, xs] = as_input_pair(grad_output, "grad_output", x, "x");
             const Lambd lam(lambd);
             py::array o = out.is_none() ? new_array(broadcast_shape(g, xs), result_dtype(g, xs))
                                         : as_output(out, "out");
@@ -68,7 +69,7 @@ void bind_softshrink_backward(py::module_ &m, py::module_ &raw) {
                 [&](uint64_t *ws, aclOpExecutor **ex) {
                     return aclnnSoftshrinkBackwardGetWorkspaceSize(tg.get(), tx.get(), lam.s, to.get(), ws, ex);
                 },
-                aclnnSoftshrinkBackward);
+                aclnnSoftshrinkBackward, kNames);
             return o;
         },
         py::arg("grad_output"), py::arg("x"), py::arg("lambd") = 0.5, py::arg("out") = py::none());

@@ -68,9 +68,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 class _Progress:
     """A bar on a terminal, one line per finished operator x dtype group otherwise."""
 
-    def __init__(self, total: int, stream=sys.stderr) -> None:
-        self.total, self.done, self.stream = total, 0, stream
-        self.tty = stream.isatty()
+    def __init__(self, total: int, stream=None) -> None:
+        # sys.stderr as it is now (a default argument would keep the one of import time)
+        self.total, self.done, self.stream = total, 0, stream or sys.stderr
+        self.tty = self.stream.isatty()
 
     def step(self, label: str) -> None:
         self.done += 1

@@ -14,3 +14,7 @@ class AclnnError(ValueError):
 
     def __reduce__(self) -> "tuple[type[AclnnError], tuple[str, int]]":  # picklable (multiprocessing, pytest-xdist)
         return (type(self), (str(self), self.status))
+
+
+# The public name: tracebacks, repr and pickles say ascendgrad.AclnnError, not this private module.
+AclnnError.__module__ = "ascendgrad"

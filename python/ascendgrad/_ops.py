@@ -1,7 +1,13 @@
 """The NumPy API: each function validates through the aclnn C API and runs the kernel with
 the GIL released. Inputs are read in place (any strides, negative ones included); results are
 new arrays unless ``out=`` is given. Errors raise :class:`ascendgrad.AclnnError` (a
-``ValueError`` with ``.status``); non-numeric input raises ``TypeError``.
+``ValueError`` with ``.status``), its message naming these functions' arguments (``x``, not the C
+API's ``self``); non-numeric input or an option of the wrong Python type raises a one-line
+``TypeError`` naming the argument (``dim must be an int, got float``).
+
+Python numbers and sequences have no dtype of their own and take that of the array they go
+with; NumPy scalars, arrays and tensors keep theirs (NumPy 2's NEP 50). Where an operator needs
+equal float dtypes, a typed input of another one is ``AclnnError`` 161002 saying what to pass.
 
 Inputs may be NumPy arrays, PyTorch tensors (bfloat16 included; ones that require grad are
 detached), any DLPack or ``__array__`` object, or Python numbers and sequences; all but the
@@ -59,8 +65,8 @@ def log_sigmoid_backward(
     Args:
         grad_output: upstream gradient g, x's shape and dtype (a Python number or sequence
             takes x's dtype).
-        x: the forward's input, rank 0..8; float16, bfloat16 (``ml_dtypes.bfloat16``), float32
-            or float64.
+        x: the forward's input, rank 0..25 (as CANN, no limit of its own); float16, bfloat16
+            (``ml_dtypes.bfloat16``), float32 or float64.
         buffer: the forward's intermediate (PyTorch's ``log_sigmoid_forward`` buffer); accepted
             for parity and ignored, as in CANN (``None``: x is passed, the C API wants one).
         out: optional array of x's shape and any of the four float dtypes; may be
@@ -72,7 +78,7 @@ def log_sigmoid_backward(
 
     Raises:
         AclnnError: status 161002 for mismatched shapes or dtypes, unsupported dtypes,
-            rank > 8, or ``out`` partially overlapping an input.
+            rank > 25, or ``out`` partially overlapping an input.
         TypeError: non-numeric input.
     """
     return _core.log_sigmoid_backward(grad_output, x, buffer, out)
@@ -139,7 +145,9 @@ def cross_entropy_loss_grad(
 
     Args:
         grad_loss: upstream gradient; shape (N,) for 'none', 0-D or (1,) otherwise, of
-            ``log_prob``'s dtype. A Python number or sequence is converted to that dtype.
+            ``log_prob``'s dtype. A Python number or sequence is converted to that dtype; a
+            NumPy scalar of another float dtype is an error (``np.float64(1.0)`` with float32
+            ``log_prob``).
         log_prob: (N, C), C > 0; float16, bfloat16 (``ml_dtypes.bfloat16``), float32 or float64.
         target: (N,) int64 or int32 class indices, each in [0, C) or equal to ``ignore_index``.
         weight: optional (C,) class weights, any float dtype.

@@ -80,6 +80,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import _args
 from ._interop import asarray
 
 __all__ = ["compare", "CompareReport", "Check", "Criterion", "Mismatch", "Standard", "STANDARDS",
@@ -193,7 +194,8 @@ class CompareReport:
 
     Errors are over the elements where both values are finite (``finite`` of ``size``);
     ``mean_rel_err`` is over those with ``expected != 0``. ``ulp_histogram`` maps bucket labels
-    (``"0"``, ``"1"``, ``"2"``, ``"3-4"``, … ``">1024"``) to element counts. ``rtol``, ``atol``,
+    (``"0"``, ``"1"``, ``"2"``, ``"3-4"``, … ``">1024"``) to element counts (empty, and ``max_ulp``
+    -1, from bulk checks that skip it). ``rtol``, ``atol``,
     ``max_fraction`` (1 − the required matched ratio), ``max_ratio`` are the ``cann`` standard's
     (``max_ratio`` inf unless asked for); None under the other standards.
     """
@@ -289,9 +291,25 @@ def _float_dtype(dtype: Any) -> np.dtype:
 def _ordered_bits(x: np.ndarray, dt: np.dtype) -> Tuple[np.ndarray, np.ndarray]:
     """(magnitude bits, sign) of x rounded to dt: the magnitude bits of an IEEE float count
     representable values from +0 upwards, so ULP distances are differences of them."""
-    bits = x.astype(dt).view(_UINT[dt.itemsize])
+    bits = x.astype(dt, copy=False).view(_UINT[dt.itemsize])
     sign_bit = bits.dtype.type(1 << (8 * dt.itemsize - 1))
     return bits & ~sign_bit, (bits & sign_bit) != 0
+
+
+def _in_dtype(x: Any, dt: np.dtype) -> np.ndarray:
+    """x rounded to dt (from float64, so that the rounding is the correct one)."""
+    if isinstance(x, np.ndarray) and x.dtype == dt:
+        return x
+    out: np.ndarray = np.asarray(x, dtype=np.float64).astype(dt)
+    return out
+
+
+def _f64(x: np.ndarray) -> _F64:
+    """x as float64 (bfloat16 widened through its bits: exact, and faster than a cast)."""
+    if x.dtype.name == "bfloat16":
+        return (x.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    out: _F64 = x.astype(np.float64, copy=False)
+    return out
 
 
 def ulp_distance(a: Any, b: Any, dtype: Any) -> np.ndarray:
@@ -302,8 +320,8 @@ def ulp_distance(a: Any, b: Any, dtype: Any) -> np.ndarray:
     subnormal). Meaningful for finite values; the largest finite value is 1 from inf.
     """
     dt = _float_dtype(dtype)
-    ma, sa = _ordered_bits(np.asarray(a, dtype=np.float64), dt)
-    mb, sb = _ordered_bits(np.asarray(b, dtype=np.float64), dt)
+    ma, sa = _ordered_bits(_in_dtype(a, dt), dt)
+    mb, sb = _ordered_bits(_in_dtype(b, dt), dt)
     # same sign: the difference of magnitudes; opposite signs: their sum (fits: each < 2^(bits-1))
     d: np.ndarray = np.where(sa == sb, np.maximum(ma, mb) - np.minimum(ma, mb), ma + mb)
     return d
@@ -327,16 +345,18 @@ def ulp_of(x: Any, dtype: Any) -> _F64:
 
 
 def _histogram(ulp: np.ndarray) -> Dict[str, int]:
-    edges = np.array(ULP_EDGES, dtype=np.uint64)
-    counts = np.bincount(np.searchsorted(edges, ulp.astype(np.uint64), side="left"),
-                         minlength=len(edges) + 1)
-    labels = []
+    top = ULP_EDGES[-1] + 1  # everything above the last edge counts in one bucket
+    clipped = np.minimum(ulp.reshape(-1), top)
+    if clipped.dtype.kind == "u" and clipped.dtype.itemsize == np.dtype(np.intp).itemsize:
+        clipped = clipped.view(np.intp)  # values <= top: the same bits, no conversion pass
+    c = np.bincount(clipped.astype(np.intp, copy=False), minlength=top + 1)
+    out = {"0": int(c[0])}
     lo = 0
-    for e in ULP_EDGES:
-        labels.append(str(e) if e - lo <= 1 else f"{lo + 1}-{e}")
+    for e in ULP_EDGES[1:]:
+        out[str(e) if e - lo <= 1 else f"{lo + 1}-{e}"] = int(c[lo + 1: e + 1].sum())
         lo = e
-    labels.append(f">{ULP_EDGES[-1]}")
-    return {label: int(n) for label, n in zip(labels, counts)}
+    out[f">{ULP_EDGES[-1]}"] = int(c[top])
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,6 +373,8 @@ class _Arrays(NamedTuple):
     err: _F64  # |a − e| where fin, else 0
     bad: NDArray[np.bool_]  # NaN/inf mismatches
     dt: str
+    all_fin: bool  # every element finite in both (then fin is all True and e == ez)
+    ez: _F64  # e where fin, else 0
 
 
 def _rel(err: _F64, e: _F64, eps: float) -> _F64:
@@ -361,18 +383,32 @@ def _rel(err: _F64, e: _F64, eps: float) -> _F64:
 
 
 def _judge_cann(x: _Arrays, crit: Criterion, max_ratio: float) -> _Judged:
-    tol = crit.atol + crit.rtol * np.abs(np.where(x.fin, x.e, 0.0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        score = np.where(tol > 0, x.err / tol, np.where(x.err == 0, 0.0, np.inf))
+    tol = np.abs(x.ez)
+    tol *= crit.rtol
+    tol += crit.atol
+    if crit.atol > 0:
+        score: _F64 = x.err / tol
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            score = np.where(tol > 0, x.err / tol, np.where(x.err == 0, 0.0, np.inf))
     n = x.a.size
-    matched = int(np.count_nonzero((score <= 1.0) & ~x.bad))  # agreeing NaN/inf pairs match
+    if x.all_fin:
+        matched = n - int(np.count_nonzero(score > 1.0))
+    else:
+        matched = int(np.count_nonzero((score <= 1.0) & ~x.bad))  # agreeing NaN/inf pairs match
     ratio = matched / n if n else 1.0
-    limit = np.maximum(crit.max_abs, LIMIT_ULPS * ulp_of(np.where(x.fin, x.e, 0.0), x.dt))
-    over = x.err / limit
-    k = int(np.argmax(over)) if n else 0
+    # the limit max(X, 32 ULP of g) needs the ULPs only where an error exceeds X
+    err_flat = x.err.reshape(-1)
+    idx = np.flatnonzero(err_flat > crit.max_abs)
+    if idx.size:
+        lim = np.maximum(crit.max_abs, LIMIT_ULPS * ulp_of(x.ez.reshape(-1)[idx], x.dt))
+        over = err_flat[idx] / lim
+        kk = int(np.argmax(over))
+        abs_check = Check("max_abs_error", float(err_flat[idx[kk]]), "<=", float(lim[kk]), bool(over[kk] <= 1.0))
+    else:
+        abs_check = Check("max_abs_error", float(np.max(err_flat, initial=0.0)), "<=", crit.max_abs, True)
     checks = [Check("matched_ratio", ratio, ">=", 1 - crit.max_fraction, ratio >= 1 - crit.max_fraction),
-              Check("max_abs_error", float(x.err.flat[k]) if n else 0.0, "<=",
-                    float(limit.flat[k]) if n else crit.max_abs, not n or bool(over.flat[k] <= 1.0))]
+              abs_check]
     if math.isfinite(max_ratio):
         worst = float(np.max(score, initial=0.0))
         checks.append(Check("max_err_over_tolerance", worst, "<=", max_ratio, worst <= max_ratio))
@@ -380,10 +416,11 @@ def _judge_cann(x: _Arrays, crit: Criterion, max_ratio: float) -> _Judged:
 
 
 def _judge_v1(x: _Arrays, th: Dict[str, float]) -> _Judged:
-    rel = _rel(x.err, x.e, 1e-7)[x.fin]
+    rel_all = _rel(x.err, x.ez, 1e-7)  # 0 where not finite (err is 0 there)
+    rel = rel_all if x.all_fin else rel_all[x.fin]
     mere = float(rel.mean()) if rel.size else 0.0
     mare = float(rel.max(initial=0.0))
-    score: _F64 = np.where(x.fin, _rel(x.err, np.where(x.fin, x.e, 0.0), 1e-7) / th["mare"], 0.0)
+    score: _F64 = rel_all / th["mare"]
     return ([Check("mere", mere, "<", th["mere"], mere < th["mere"]),
              Check("mare", mare, "<", th["mare"], mare < th["mare"])], score, {"mere": mere, "mare": mare})
 
@@ -398,17 +435,20 @@ def _cosine(a: _F64, e: _F64) -> Optional[float]:
         return None
     if am <= eps or em <= eps:
         return 0.0
-    an, en = a / am, e / em
+    an, en = (a / am).reshape(-1), (e / em).reshape(-1)
     return float(np.clip(np.dot(an, en) / (np.linalg.norm(an) * np.linalg.norm(en)), -1.0, 1.0))
 
 
 def _judge_msprobe(x: _Arrays, th: Dict[str, float]) -> _Judged:
-    a, e, err = x.a[x.fin], x.e[x.fin], x.err[x.fin]
+    a, e, err = (x.a, x.e, x.err) if x.all_fin else (x.a[x.fin], x.e[x.fin], x.err[x.fin])
     rel = _rel(err, e, th["eps"])
     half = x.dt in ("float16", "bfloat16")
     first = 0.01 if half else 0.001  # the relative error whose share decides error or not
-    score: _F64 = np.zeros(x.a.shape)
-    score[x.fin] = rel / first
+    if x.all_fin:
+        score: _F64 = (rel / first).reshape(x.a.shape)
+    else:
+        score = np.zeros(x.a.shape)
+        score[x.fin] = rel / first
     metrics: Dict[str, float] = {}
     checks: List[Check] = []
     cos = _cosine(a, e)
@@ -475,6 +515,23 @@ def _judge_dual(x: _Arrays, b: _F64, th: Dict[str, float], level: str,
     return checks, score, m, bad
 
 
+def _top(flat: _F64, k: int) -> NDArray[np.intp]:
+    """Indices of the k largest values, largest first, ties by index (as a stable sort would
+    give them) without sorting the whole array."""
+    n = flat.size
+    if k <= 0 or n == 0:
+        return np.empty(0, dtype=np.intp)
+    if k >= n:
+        return np.argsort(-flat, kind="stable")
+    if k == 1:  # argmax: the first of the largest, as the stable sort
+        return np.array([int(np.argmax(flat))], dtype=np.intp)
+    v = np.partition(flat, n - k)[n - k]  # the k-th largest
+    above = np.flatnonzero(flat > v)
+    cand = np.concatenate([above, np.flatnonzero(flat == v)[: k - above.size]])
+    out: NDArray[np.intp] = cand[np.argsort(-flat[cand], kind="stable")]
+    return out
+
+
 def compare(
     actual: ArrayLike,
     expected: ArrayLike,
@@ -519,6 +576,36 @@ def compare(
             ``benchmark``, overrides with a standard other than ``cann``, an unsupported dtype.
         TypeError: a non-numeric input.
     """
+    return _compare_scored(
+        actual, expected, standard=standard, benchmark=benchmark, level=level, dtype=dtype, rtol=rtol,
+        atol=atol, max_fraction=max_fraction, max_abs=max_abs, max_ratio=max_ratio, equal_nan=equal_nan,
+        worst=worst)[0]
+
+
+def _compare_scored(
+    actual: ArrayLike,
+    expected: ArrayLike,
+    *,
+    standard: str = DEFAULT_STANDARD,
+    benchmark: Optional[ArrayLike] = None,
+    level: Optional[str] = None,
+    dtype: Any = None,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+    max_fraction: Optional[float] = None,
+    max_abs: Optional[float] = None,
+    max_ratio: Optional[float] = None,
+    equal_nan: bool = True,
+    worst: int = 5,
+    ulp_stats: bool = True,
+) -> Tuple[CompareReport, _F64]:
+    """:func:`compare`, and the per-element score array (for plots). ``ulp_stats=False`` leaves
+    the ULP histogram out (empty, ``max_ulp`` -1; the worst elements keep their ULP distance):
+    a third of the time of a large comparison, which bulk checks (dump-check) do not show."""
+    rtol, atol, max_fraction, max_abs, max_ratio = (_args.optional_real(v, k) for k, v in (
+        ("rtol", rtol), ("atol", atol), ("max_fraction", max_fraction), ("max_abs", max_abs), ("max_ratio", max_ratio)))
+    equal_nan = _args.boolean(equal_nan, "equal_nan")
+    worst = _args.integer(worst, "worst")
     if standard not in STANDARDS:
         raise ValueError(f"unknown standard {standard!r}; choose one of {', '.join(STANDARDS)}")
     overrides = {k: v for k, v in (("rtol", rtol), ("atol", atol), ("max_fraction", max_fraction),
@@ -543,20 +630,30 @@ def compare(
         dtype = a_in.dtype if a_in.dtype.name in CRITERIA else np.float64
     dt = _float_dtype(dtype)
     try:
-        a = a_in.astype(np.float64)
-        e = e_in.astype(np.float64)
-        b = None if b_in is None else b_in.astype(np.float64)
+        a, e = _f64(a_in), _f64(e_in)
+        b = None if b_in is None else _f64(b_in)
     except (TypeError, ValueError):
         raise TypeError(f"cannot compare arrays of dtypes {a_in.dtype} and {e_in.dtype}") from None
 
-    a_nan, e_nan = np.isnan(a), np.isnan(e)
-    a_inf, e_inf = np.isinf(a), np.isinf(e)
-    nan_bad = (a_nan != e_nan) | (a_nan & e_nan & (not equal_nan))
-    inf_bad = (a_inf | e_inf) & ~(a_nan | e_nan) & (a != e)  # inf vs finite, or +inf vs -inf
-    fin = np.isfinite(a) & np.isfinite(e)
-    with np.errstate(invalid="ignore", over="ignore"):
-        err = np.where(fin, np.abs(a - e), 0.0)
-    x = _Arrays(a, e, fin, err, nan_bad | inf_bad, dt.name)
+    fin = np.isfinite(a)
+    all_fin = bool(fin.all()) and bool(np.isfinite(e).all())
+    if all_fin:  # the common case: no masks, fewer passes over the data
+        nan_bad = inf_bad = np.zeros(a.shape, dtype=bool)
+        err = np.empty(a.shape)
+        with np.errstate(over="ignore"):
+            np.subtract(a, e, out=err)
+        np.abs(err, out=err)
+        ez = e
+    else:
+        a_nan, e_nan = np.isnan(a), np.isnan(e)
+        a_inf, e_inf = np.isinf(a), np.isinf(e)
+        nan_bad = (a_nan != e_nan) | (a_nan & e_nan & (not equal_nan))
+        inf_bad = (a_inf | e_inf) & ~(a_nan | e_nan) & (a != e)  # inf vs finite, or +inf vs -inf
+        fin &= np.isfinite(e)
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.where(fin, np.abs(a - e), 0.0)
+        ez = np.where(fin, e, 0.0)
+    x = _Arrays(a, e, fin, err, nan_bad | inf_bad, dt.name, all_fin, ez)
 
     th = dict(STANDARDS[standard].thresholds[dt.name])
     crit_fields: Tuple[Optional[float], ...] = (None,) * 4
@@ -583,38 +680,55 @@ def compare(
     n_nan, n_inf = int(nan_bad.sum()), int(inf_bad.sum())
     if standard != "dual-benchmark":
         checks.insert(0, Check("nan_inf_mismatches", float(n_nan + n_inf), "==", 0.0, not (n_nan or n_inf)))
-    score = np.where(bad, np.inf, np.where(fin, score, 0.0))
+    if not all_fin:
+        score = np.where(bad, np.inf, np.where(fin, score, 0.0))
 
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rel = np.where(e != 0, err / np.abs(e), np.where(err == 0, 0.0, np.inf))
-    ulp = np.where(fin, ulp_distance(np.where(fin, a, 0.0), np.where(fin, e, 0.0), dt), 0).astype(np.uint64)
-    size, n_fin = int(a.size), int(fin.sum())
-    nonzero = fin & (e != 0)
+    abs_e = np.asarray(np.abs(ez))  # an array even for 0-D inputs (out= below)
+    nonzero = abs_e != 0  # and finite
+    n_nonzero = int(np.count_nonzero(nonzero))
+    if n_nonzero == abs_e.size:
+        rel, rel_inf = np.divide(err, abs_e, out=abs_e), False
+    else:
+        rel = np.divide(err, abs_e, out=np.zeros(err.shape), where=nonzero)
+        rel_inf = bool(np.any(err[~nonzero] > 0))  # |a − e| > 0 where e = 0
+    if not ulp_stats:
+        ulp = ulp_fin = None
+    elif all_fin:
+        ulp = ulp_distance(a_in if a_in.dtype == dt else a, e, dt).astype(np.uint64, copy=False)
+        ulp_fin = ulp
+    else:
+        ulp = np.where(fin, ulp_distance(np.where(fin, a, 0.0), ez, dt), 0).astype(np.uint64)
+        ulp_fin = ulp[fin]
+    size, n_fin = int(a.size), (int(a.size) if all_fin else int(fin.sum()))
     reasons = [f"{n_nan} NaN and {n_inf} inf mismatches" if c.metric == "nan_inf_mismatches" else str(c)
                for c in checks if not c.passed]
 
     flat = score.reshape(-1)
-    order = np.argsort(-flat, kind="stable")[: max(int(worst), 0)]
+    order = _top(flat, max(int(worst), 0))
     order = order[flat[order] > 0]
     shown = tuple(
         Mismatch(tuple(int(i) for i in np.unravel_index(k, a.shape)), float(a.flat[k]),
                  float(e.flat[k]), float(np.abs(a.flat[k] - e.flat[k])),
-                 float(rel.flat[k]) if fin.flat[k] else math.nan,
-                 int(ulp.flat[k]) if fin.flat[k] else None, float(flat[k]))
+                 (float(rel.flat[k]) if e.flat[k] != 0 else (0.0 if a.flat[k] == 0 else math.inf))
+                 if fin.flat[k] else math.nan,
+                 (int(ulp.flat[k]) if ulp is not None else int(ulp_distance(a.flat[k], e.flat[k], dt)))
+                 if fin.flat[k] else None, float(flat[k]))
         for k in order
     )
-    return CompareReport(
+    report = CompareReport(
         passed=not reasons, dtype=dt.name, shape=tuple(a.shape), size=size, finite=n_fin,
         max_abs_err=float(np.max(err, initial=0.0)),
-        mean_abs_err=float(err[fin].mean()) if n_fin else 0.0,
-        max_rel_err=float(np.max(np.where(fin, rel, 0.0), initial=0.0)),
-        mean_rel_err=float(rel[nonzero].mean()) if nonzero.any() else 0.0,
-        max_ulp=int(np.max(ulp, initial=0)), ulp_histogram=_histogram(ulp[fin]),
+        mean_abs_err=(float(err.mean()) if all_fin else float(err[fin].mean())) if n_fin else 0.0,
+        max_rel_err=math.inf if rel_inf else float(np.max(rel, initial=0.0)),
+        mean_rel_err=float(rel.sum()) / n_nonzero if n_nonzero else 0.0,
+        max_ulp=int(np.max(ulp, initial=0)) if ulp is not None else -1,
+        ulp_histogram=_histogram(ulp_fin) if ulp_fin is not None else {},
         rtol=crit_fields[0], atol=crit_fields[1], max_fraction=crit_fields[2], max_ratio=crit_fields[3],
         beyond=int(np.count_nonzero(score > 1.0)), nan_mismatch=n_nan, inf_mismatch=n_inf, worst=shown,
         reasons=tuple(reasons), standard=standard, level=level, thresholds=th, metrics=metrics,
         checks=tuple(checks),
     )
+    return report, score
 
 
 def describe_standards() -> str:
@@ -672,7 +786,7 @@ def load(
             arrays = {n: z[n] for n in names}
     else:
         if dt is None:
-            raise ValueError(f"{p}: a raw file needs a dtype (--dtype)")
+            raise ValueError(f"{p}: a raw file holds bytes only, not their dtype: give one (--dtype, e.g. bfloat16)")
         arrays = {"": np.fromfile(p, dtype=dt)}
     out = {}
     for name, arr in arrays.items():
@@ -699,7 +813,8 @@ def _add_arguments(p: Any) -> None:
     p.add_argument("--level", choices=list(LEVELS), help="dual-benchmark level (default L0)")
     p.add_argument("--list-standards", action="store_true", help="print the standards and their thresholds")
     p.add_argument("--key", help="the array to take from .npz files (default: every name both have)")
-    p.add_argument("--dtype", help="dtype of raw files and of arrays saved as void (default bfloat16)")
+    p.add_argument("--dtype", help="dtype of raw files, required for them (a raw dump holds bytes only); also of "
+                   ".npy/.npz arrays saved as void, as NumPy saves bfloat16 (for those, default bfloat16)")
     p.add_argument("--shape", help="shape of raw files, e.g. 4,2 (default: the other file's shape)")
     p.add_argument("--compare-dtype", help="dtype whose ULPs and thresholds apply (default: actual's)")
     for name in ("rtol", "atol", "max-fraction", "max-abs", "max-ratio"):

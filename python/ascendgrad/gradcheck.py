@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import reference as _ref
+from . import _args, reference as _ref
 
 __all__ = ["check_vjp", "gradcheck", "GradcheckResult", "Probe", "Element", "OPS", "dtype_tolerance"]
 
@@ -636,8 +636,15 @@ def gradcheck(op: str, *, dtype: Any = "float64", shape: Optional[Sequence[int]]
       otherwise; a reduced loss needs a one-element g]. Differentiates w.r.t. x (self); targets
       are U(0.05, 1) with ~10 % exact zeros, or U(−3, 0.5) for log_target.
     """
-    if op not in _CASES:
+    if _args.string(op, "op") not in _CASES:
         raise ValueError(f"unknown operator {op!r}; known: {', '.join(OPS)}")
+    seed, eps = _args.integer(seed, "seed"), _args.real(eps, "eps")
+    atol, rtol = _args.optional_real(atol, "atol"), _args.optional_real(rtol, "rtol")
+    fast_mode = _args.optional_bool(fast_mode, "fast_mode")
+    if shape is not None:
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise TypeError(f"shape must be a sequence of ints, got {type(shape).__name__}")
+        shape = tuple(_args.integer(s, "shape") for s in shape)
     try:
         import ascendgrad as ag
     except ImportError as e:
@@ -646,7 +653,6 @@ def gradcheck(op: str, *, dtype: Any = "float64", shape: Optional[Sequence[int]]
     # Inputs come from their own stream, so that check_vjp's probe directions (drawn from
     # default_rng(seed)) are not the input values themselves.
     rng = np.random.default_rng([seed, 0x67AD])
-    shape = None if shape is None else tuple(int(s) for s in shape)
     case = _CASES[op](ag, rng, dt, shape, eps, dict(options))
     if atol is None or rtol is None:
         scale = float(np.max(np.abs(case.ref_vjp(case.v, case.x)), initial=0.0))

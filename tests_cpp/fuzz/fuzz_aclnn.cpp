@@ -78,7 +78,8 @@ Shape pick_shape(FuzzedDataProvider &p, const Shape &natural) {
     Shape s = natural;
     switch (p.ConsumeIntegralInRange<int>(0, 11)) {
         case 0: {  // any
-            s.assign(size_t(p.ConsumeIntegralInRange<int>(0, 9)), 0);
+            // up to 27 dims: past the limit of 8 some operators have and the 25 an aclTensor holds
+            s.assign(size_t(p.ConsumeIntegralInRange<int>(0, p.ConsumeIntegralInRange<int>(0, 3) ? 9 : 27)), 0);
             for (int64_t &d : s) d = pick_dim(p);
             break;
         }
