@@ -114,12 +114,20 @@ build_suite() {
 stage "cross-build (library and tests)" build_suite
 
 
-# QEMU's user mode (7.2, Debian 12) aborts a forked child of a multithreaded process when the
-# child starts a thread (assertion "cpu == current_cpu"), which Fork.ParentStreamsAreNotLiveInTheChild
-# does (a stream is a thread). This probe does the same in a few lines of C: where it passes under
-# this qemu, nothing is excluded.
-fork_probe() {
-  cat >$out/fork_probe.c <<'EOF'
+# Two limits of QEMU's user mode, each checked by a probe of a few lines of C (where a probe passes
+# under this qemu, its tests run): (1) QEMU 7.2 (Debian 12) aborts a forked child of a
+# multithreaded process when the child starts a thread (assertion "cpu == current_cpu"), which
+# Fork.ParentStreamsAreNotLiveInTheChild does (a stream is a thread); (2) without a binfmt_misc
+# registration for arm64 (a setting of the host's kernel) an emulated program cannot start another
+# arm64 program, which the Memcheck tests do (each scenario runs in a child: /proc/self/exe).
+qemu_probe() {  # NAME: compiles $out/NAME.c (from stdin) for arm64 and runs it under qemu
+  cat >$out/$1.c
+  aarch64-linux-gnu-gcc -O1 -pthread $out/$1.c -o $out/$1 &&
+    AG_PROBE_CHILD= $(command -v qemu-aarch64 || command -v qemu-aarch64-static) -L /usr/aarch64-linux-gnu \
+      $out/$1 >/dev/null 2>&1
+}
+left_out=()
+qemu_probe fork_probe <<'EOF' || left_out+=('Fork[.]ParentStreamsAreNotLiveInTheChild')
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,13 +143,24 @@ int main(void) {
     return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 EOF
-  aarch64-linux-gnu-gcc -O1 -pthread $out/fork_probe.c -o $out/fork_probe &&
-    $(command -v qemu-aarch64 || command -v qemu-aarch64-static) -L /usr/aarch64-linux-gnu $out/fork_probe >/dev/null 2>&1
+qemu_probe spawn_probe <<'EOF' || left_out+=('Memcheck[.].*')
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+int main(void) {
+    if (getenv("AG_PROBE_CHILD")[0]) return 0;
+    char self[] = "/proc/self/exe", env[] = "AG_PROBE_CHILD=1";
+    char *argv[] = {self, 0}, *envp[] = {env, 0};
+    pid_t pid;
+    int st = 1;
+    if (posix_spawn(&pid, self, 0, 0, argv, envp) != 0 || waitpid(pid, &st, 0) != pid) return 1;
+    return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
+EOF
 exclude=()
-if ! fork_probe; then
-  echo "excluded under qemu: Fork.ParentStreamsAreNotLiveInTheChild (this qemu-aarch64 aborts a thread started in a forked child of a multithreaded process; $out/fork_probe.c)"
-  exclude=(-E '^Fork[.]ParentStreamsAreNotLiveInTheChild$')
+if [ ${#left_out[@]} -gt 0 ]; then
+  echo "left out under this qemu (see the probes in $out): ${left_out[*]}"
+  exclude=(-E "^($(IFS='|'; echo "${left_out[*]}"))\$")
 fi
 log=$out/ctest.log
 ctest_qemu() {

@@ -34,7 +34,7 @@ python -m venv $out/venv
 $out/venv/bin/python -m pip install -q "$repaired"
 venv_bin="$PWD/$out/venv/bin"
 cd "$out"  # (away from the source tree)
-env -i HOME="$HOME" PATH="$venv_bin" bash -c '
+env -i HOME="$HOME" PATH="$venv_bin" /bin/bash -c '
   for c in cc c++ gcc g++ clang; do
     if command -v $c >/dev/null; then echo "a compiler on PATH: $c" >&2; exit 1; fi
   done
