@@ -7,8 +7,8 @@
 # Stages: ctest (GoogleTest, Release), pytest (the Python suite; it also builds the examples/
 # programs against the installed package), memcheck (tools/memcheck.sh: ctest and pytest again, from
 # the same build, with ASCENDGRAD_MEMCHECK=1; any finding fails), sanitizers (tools/reliability.sh:
-# ctest under ASan+UBSan and TSan, 60 s of fuzzing), aarch64 (tools/aarch64.sh: the C++ suite
-# cross-built for aarch64 and run under qemu-aarch64).
+# ctest under ASan+UBSan and TSan, 60 s of fuzzing), aarch64 (tools/aarch64.sh --python: the C++
+# suite cross-built for aarch64 and run under qemu-aarch64, then the Python package there).
 # ctest and pytest share one build: `pip install .` builds the library, the Python module and
 # the C++ tests in build/<wheel tag>/ (the README's first command leaves it there to reuse).
 # Every system package the chosen stages need is checked for first and installed in one apt-get
@@ -124,9 +124,9 @@ if want sanitizers; then
 fi
 
 if want aarch64; then
-  banner "aarch64: the C++ suite cross-built, under qemu-aarch64 (tools/aarch64.sh)"
+  banner "aarch64: the C++ suite and the Python package cross-built, under qemu-aarch64 (tools/aarch64.sh)"
   t=$SECONDS
-  bash tools/aarch64.sh
+  bash tools/aarch64.sh --python
   finish_stage aarch64 $t
 fi
 
