@@ -229,9 +229,11 @@ py::array as_input(py::handle obj, const char *name) {
 }
 
 bool is_weak(py::handle obj) {
-    if (py::isinstance(obj, numpy().attr("generic"))) return false;  // np.float64 is a float too
+    static PyObject *generic = numpy_type("generic");
     PyObject *p = obj.ptr();
-    return PyLong_Check(p) || PyFloat_Check(p) || PyComplex_Check(p) || PyList_Check(p) || PyTuple_Check(p);
+    if (!(PyLong_Check(p) || PyFloat_Check(p) || PyComplex_Check(p) || PyList_Check(p) || PyTuple_Check(p)))
+        return false;  // arrays, tensors: the common case, decided without a call into NumPy
+    return PyObject_IsInstance(p, generic) != 1;  // np.float64 is a float too
 }
 
 py::array as_input_like(py::handle obj, const char *name, const py::array &like) {
@@ -257,10 +259,11 @@ bool is_float(const py::dtype &dt) {
 
 void check_same_float_dtype(const char *op, const py::array &a, const char *a_name, const py::array &b,
                             const char *b_name) {
-    const py::dtype da = a.dtype(), db = b.dtype();
     // a scalar only: NumPy's promotion rules are what a user may expect there (arrays get the
     // library's message)
-    if (a.ndim() != 0 || !is_float(da) || !is_float(db) || acl_dtype(da) == acl_dtype(db)) return;
+    if (a.ndim() != 0) return;
+    const py::dtype da = a.dtype(), db = b.dtype();
+    if (!is_float(da) || !is_float(db) || acl_dtype(da) == acl_dtype(db)) return;
     const std::string want = py::str(db).cast<std::string>();
     throw AclnnFailure(ACLNN_ERR_PARAM_INVALID,
                        std::string(op) + ": " + a_name + " is " + py::str(da).cast<std::string>() + " but " + b_name +

@@ -26,8 +26,9 @@ literal for them).
 Inputs follow CANN's ecosystem-standard distribution unless told otherwise: each tensor is, by a
 coin from the seed, uniform on [-5, 5] or normal with mean in [-5, 5] and spread in [0.1, 2].
 Every number comes from the seed: tensor k of a case is drawn from
-``numpy.random.default_rng([seed, k])``, so a case regenerates alone (a case of a file has the
-seed ``--seed`` + its position in the file).
+``numpy.random.default_rng([seed, k])`` (its slices of 2^20 elements from generators seeded by
+it, so the numbers do not depend on the thread count), and a case regenerates alone (a case of a
+file has the seed ``--seed`` + its position in the file).
 
 The golden output is :mod:`ascendgrad.reference` (float64) rounded once to the output's dtype,
 computed in slices so that only the case itself is held in memory. Before it is written, the
@@ -51,7 +52,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import ml_dtypes
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from . import _ops
 from . import reference as _ref
@@ -607,7 +608,7 @@ def _default_tensors(op: str, shapes: Sequence[Tuple[int, ...]], dt: np.dtype, a
     return plan
 
 
-def _seed_rngs(seed: int, k: int) -> np.random.Generator:
+def _rng(seed: int, k: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, k])
 
 
@@ -619,7 +620,7 @@ def _realize(plan: _Plan, standard: Optional[str] = None) -> Case:
         tp = plan.tensors.get(arg.name)
         if tp is None:
             continue
-        rng = _seed_rngs(plan.seed, k)
+        rng = _rng(plan.seed, k)
         try:
             arr = _fill(rng, *tp)
         except (ValueError, OverflowError) as e:  # e.g. an integer tensor filled with "nan"
@@ -736,7 +737,7 @@ def _plan_atk(entry: Any, index: int, source: str, seed: int) -> Union[_Plan, Sk
         for al in a.aliases:
             by_name[_norm(al)] = a
     case_seed = int(seed) + index
-    attr_rng = _seed_rngs(case_seed, 1000)
+    attr_rng = _rng(case_seed, 1000)
     tensors: Dict[str, _TensorPlan] = {a.name: None for a in spec.args if a.kind == "tensor"}
     attrs: Dict[str, Any] = {}
     seen = set()
