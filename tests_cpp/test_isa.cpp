@@ -195,7 +195,7 @@ std::vector<Problem> problems() {
 std::vector<Isa> available_isas() {
     std::vector<Isa> r;
     const Isa before = active_isa();
-    for (Isa i : {Isa::Baseline, Isa::Avx2, Isa::Avx512})
+    for (Isa i : {Isa::Baseline, Isa::Avx2, Isa::Avx512, Isa::Neon})
         if (set_isa(i)) r.push_back(i);
     set_isa(before);
     return r;
@@ -221,6 +221,7 @@ TEST(Isa, SelectionAndNames) {
     EXPECT_STREQ(isa_name(Isa::Baseline), "baseline");
     EXPECT_STREQ(isa_name(Isa::Avx2), "avx2");
     EXPECT_STREQ(isa_name(Isa::Avx512), "avx512");
+    EXPECT_STREQ(isa_name(Isa::Neon), "neon");
     EXPECT_STREQ(ascendgradKernelIsa(), isa_name(active_isa()));
     const Isa before = active_isa();
     for (Isa i : isas) {
@@ -273,6 +274,77 @@ TEST(Isa, IsasAgree) {
             }
             EXPECT_EQ(bad, 0) << p.name << " under " << isa_name(isa);
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The vector conversions of every ISA's compilation (simd.h: vload, vstore: F16C, AVX-512, NEON's
+// FCVTL/FCVTN, the bfloat16 shifts) bitwise against the scalar ones of common.h, NaN payloads and
+// signs included. They run through an operator that passes its input through: softshrink's
+// gradient outside the band (x = 1, lambda = 0) is g, converted from g's dtype into out's.
+
+template <class Out, class In>
+std::vector<Out> pass_through(Isa isa, DType from, DType to, const std::vector<In> &in) {
+    const int64_t n = int64_t(in.size());
+    Tensor g(from, {n}), x(DType::F32, {n}), o(to, {n});
+    std::memcpy(g.base(), in.data(), in.size() * sizeof(In));
+    for (int64_t k = 0; k < n; ++k) x.set(k, 1.0);
+    const Isa before = active_isa();
+    EXPECT_TRUE(set_isa(isa));
+    softshrink_backward(g.v, x.v, 0.0, o.v);
+    set_isa(before);
+    std::vector<Out> r(in.size());
+    std::memcpy(r.data(), o.base(), r.size() * sizeof(Out));
+    return r;
+}
+
+template <class Out, class In, class Scalar>
+void expect_bitwise(const char *what, Isa isa, const std::vector<In> &in, const std::vector<Out> &got, Scalar scalar) {
+    int bad = 0;
+    for (size_t k = 0; k < in.size(); ++k) {
+        const Out want = scalar(in[k]);
+        if (got[k] != want && bad++ < 5)
+            ADD_FAILURE() << what << " under " << isa_name(isa) << ": 0x" << std::hex << uint64_t(in[k]) << " -> 0x"
+                          << uint64_t(got[k]) << ", scalar 0x" << uint64_t(want);
+    }
+    EXPECT_EQ(bad, 0) << what << " under " << isa_name(isa);
+}
+
+TEST(Isa, VectorConversionsBitwiseAsScalar) {
+    std::vector<uint16_t> all16(0x10000);
+    for (uint32_t h = 0; h < 0x10000; ++h) all16[h] = uint16_t(h);
+    // float -> half: every half exactly, every midpoint between neighbours (the last finite one
+    // and 65536: the overflow threshold) and the floats either side of it, both signs; NaNs with
+    // every 10-bit top payload (kept) over low bits (dropped), quiet and signalling; float
+    // subnormals, the largest float, infinities.
+    std::vector<uint32_t> to_half;
+    for (uint32_t h = 0; h < 0x7c00; ++h) {
+        const float lo = half_to_float(uint16_t(h)), hi = h == 0x7bff ? 65536.0f : half_to_float(uint16_t(h + 1));
+        const uint32_t mid = float_to_bits((lo + hi) / 2);  // exact: 12 significant bits
+        for (uint32_t sign : {0u, 0x80000000u})
+            for (uint32_t u : {float_to_bits(lo), mid - 1, mid, mid + 1}) to_half.push_back(sign | u);
+    }
+    for (uint32_t sign : {0u, 0x80000000u}) {
+        for (uint32_t top = 0; top < 0x400; ++top)
+            for (uint32_t low : {0u, 1u, 0x1000u, 0x1fffu})
+                if (top | low) to_half.push_back(sign | 0x7f800000u | top << 13 | low);
+        for (uint32_t u : {0x00000001u, 0x007fffffu, 0x7f7fffffu, 0x7f800000u}) to_half.push_back(sign | u);
+    }
+    // float -> bfloat16: every pattern above every bfloat16 (NaNs and infinities too): exact,
+    // just above, just below, on and either side of the midpoint, just below the next one
+    std::vector<uint32_t> to_bf16;
+    for (uint32_t b = 0; b < 0x10000; ++b)
+        for (uint32_t low : {0u, 1u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) to_bf16.push_back(b << 16 | low);
+
+    for (Isa isa : available_isas()) {
+        expect_bitwise("half -> float", isa, all16, pass_through<uint32_t>(isa, DType::F16, DType::F32, all16),
+                       [](uint16_t h) { return float_to_bits(half_to_float(h)); });
+        expect_bitwise("bfloat16 -> float", isa, all16, pass_through<uint32_t>(isa, DType::BF16, DType::F32, all16),
+                       [](uint16_t b) { return float_to_bits(bf16_to_float(b)); });
+        expect_bitwise("float -> half", isa, to_half, pass_through<uint16_t>(isa, DType::F32, DType::F16, to_half),
+                       [](uint32_t u) { return float_to_half(bits_to_float(u)); });
+        expect_bitwise("float -> bfloat16", isa, to_bf16, pass_through<uint16_t>(isa, DType::F32, DType::BF16, to_bf16),
+                       [](uint32_t u) { return float_to_bf16(bits_to_float(u)); });
     }
 }
 

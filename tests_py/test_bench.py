@@ -39,5 +39,5 @@ def test_bench_writes_table_json_and_chart(bench, tmp_path, capsys):
     assert data["c_overhead_ns"] is None or all(v > 0 for v in data["c_overhead_ns"].values())
     md = (tmp_path / "RESULTS.md").read_text()
     assert "| softmax_backward | 256x4096 | f32 |" in md and "Targets" in md
-    assert data["machine"]["kernel_isa"] in ("baseline", "avx2", "avx512")
+    assert data["machine"]["kernel_isa"] in ("baseline", "avx2", "avx512", "neon")
     assert (tmp_path / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

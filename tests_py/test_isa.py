@@ -1,11 +1,12 @@
 """Kernels per instruction set: ascendgrad._core.kernel_isa() names the one in use (the best this CPU
-has); ASCENDGRAD_ISA=baseline|avx2 asks for at most that one. Every operator runs under each ISA in
+has); ASCENDGRAD_ISA=baseline|avx2 (aarch64: baseline) asks for at most that one. Every operator runs under each ISA in
 a subprocess: bitwise identical for any thread count there, and against the default ISA bitwise
 identical without e^x, within a few ulp of the compute type with it (FMA in the exp polynomial)."""
 
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 
@@ -15,7 +16,8 @@ import pytest
 
 from ascendgrad import _core
 
-ISAS = ["baseline", "avx2", "avx512"]
+# this architecture's ISAs, the best last
+ISAS = ["baseline", "neon"] if platform.machine() in ("aarch64", "arm64") else ["baseline", "avx2", "avx512"]
 DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}
 
 # Runs every operator on fixed inputs at 1, 2 and 3 threads; asserts the thread counts agree
@@ -77,7 +79,7 @@ def default(tmp_path_factory):
 
 def expected_isa(asked: str | None, best: str) -> str:
     """At most the ISA asked for, and the best one up to it (any other value: the best)."""
-    return ISAS[min(ISAS.index(asked), ISAS.index(best))] if asked in ("baseline", "avx2") else best
+    return ISAS[min(ISAS.index(asked), ISAS.index(best))] if asked in ISAS else best
 
 
 def test_kernel_isa_is_the_best_unless_asked(default):
@@ -85,7 +87,7 @@ def test_kernel_isa_is_the_best_unless_asked(default):
     assert _core.kernel_isa() == expected_isa(os.environ.get("ASCENDGRAD_ISA"), str(default["isa"]))
 
 
-@pytest.mark.parametrize("isa", ["baseline", "avx2"])
+@pytest.mark.parametrize("isa", ISAS[:-1])
 def test_each_isa_deterministic_and_agrees_with_default(isa, default, tmp_path):
     got = results(isa, tmp_path)  # the subprocess asserts bitwise equality across thread counts
     assert str(got["isa"]) == expected_isa(isa, str(default["isa"]))

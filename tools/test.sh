@@ -7,7 +7,8 @@
 # Stages: ctest (GoogleTest, Release), pytest (the Python suite; it also builds the examples/
 # programs against the installed package), memcheck (tools/memcheck.sh: ctest and pytest again, from
 # the same build, with ASCENDGRAD_MEMCHECK=1; any finding fails), sanitizers (tools/reliability.sh:
-# ctest under ASan+UBSan and TSan, 60 s of fuzzing).
+# ctest under ASan+UBSan and TSan, 60 s of fuzzing), aarch64 (tools/aarch64.sh --python: the C++
+# suite cross-built for aarch64 and run under qemu-aarch64, then the Python package there).
 # ctest and pytest share one build: `pip install .` builds the library, the Python module and
 # the C++ tests in build/<wheel tag>/ (the README's first command leaves it there to reuse).
 # Every system package the chosen stages need is checked for first and installed in one apt-get
@@ -16,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_stages=(ctest pytest memcheck sanitizers)
+all_stages=(ctest pytest memcheck sanitizers aarch64)
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=("${all_stages[@]}")
 for s in "${stages[@]}"; do
@@ -55,6 +56,11 @@ if want sanitizers; then
     compiles clang++ -fsanitize=fuzzer,address,undefined || need clang libclang-rt-dev
   printf 'int main() { return 0; }\n' | compiles clang++ -fsanitize=thread || need clang libclang-rt-dev
   printf '#include <gtest/gtest.h>\nint main() { return 0; }\n' | compiles clang++ -fsyntax-only || need libgtest-dev
+fi
+if want aarch64; then
+  command -v aarch64-linux-gnu-g++ >/dev/null || need g++-aarch64-linux-gnu
+  command -v qemu-aarch64 >/dev/null || command -v qemu-aarch64-static >/dev/null || need qemu-user
+  [ -f /usr/src/googletest/CMakeLists.txt ] || need googletest
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
@@ -119,6 +125,13 @@ if want sanitizers; then
   bash tools/reliability.sh
   for d in build/rel-asan build/rel-tsan; do python tools/build_time.py "$d" --top 3 || true; done
   finish_stage sanitizers $t
+fi
+
+if want aarch64; then
+  banner "aarch64: the C++ suite and the Python package cross-built, under qemu-aarch64 (tools/aarch64.sh)"
+  t=$SECONDS
+  bash tools/aarch64.sh --python
+  finish_stage aarch64 $t
 fi
 
 banner "all stages passed: ${stages[*]}"

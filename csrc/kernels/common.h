@@ -1,7 +1,8 @@
 // Kernel-layer basics: element types, conversions, strided views, dtype dispatch and threading.
 // Nothing here knows about aclnn statuses or messages: validation happens before a kernel runs.
 //
-// The kernel files are compiled once per instruction set (CMakeLists.txt: baseline, avx2, avx512); each
+// The kernel files are compiled once per instruction set (CMakeLists.txt: baseline, avx2, avx512 on
+// x86-64; baseline, neon on aarch64); each
 // compilation defines AG_ISA_NS, and every inline function and template of the kernel layer lives
 // in the inline namespace of that name, so that copies compiled with different flags never merge
 // at link time. Types and the entry points (dispatch.cpp) stay outside it: they are shared.
@@ -42,7 +43,8 @@ struct View {
 // Instruction sets with their own compilation of the kernels. Chosen once per process (the best
 // this CPU has, or the environment variable ASCENDGRAD_ISA=baseline|avx2 asking for less). Results
 // may differ between ISAs where a kernel computes e^x (FMA), never between thread counts.
-enum class Isa { Baseline, Avx2, Avx512 };
+// x86-64: Baseline < Avx2 < Avx512; aarch64: Baseline < Neon.
+enum class Isa { Baseline, Avx2, Avx512, Neon };
 Isa active_isa();
 const char *isa_name(Isa isa);
 bool set_isa(Isa isa);  // for tests; false (and no change) for an ISA this CPU lacks
@@ -66,6 +68,9 @@ bool set_isa(Isa isa);  // for tests; false (and no change) for an ISA this CPU 
     decl;                   \
     }                       \
     namespace avx512 {      \
+    decl;                   \
+    }                       \
+    namespace neon {        \
     decl;                   \
     }                       \
     AG_ISA_POP

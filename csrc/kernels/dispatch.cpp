@@ -4,9 +4,14 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(AG_HAVE_NEON)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 #include "cross_entropy_loss_grad.h"
@@ -40,19 +45,38 @@ Isa best_isa() {
     if ((b & avx512) == avx512 && (lo & 0xe6) == 0xe6) return Isa::Avx512;  // and ZMM, opmask state
 #endif
     return Isa::Avx2;
+#elif defined(AG_HAVE_NEON)
+    // (Advanced SIMD is part of every AArch64 Linux system; asked all the same)
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMD) ? Isa::Neon : Isa::Baseline;
 #else
     return Isa::Baseline;
 #endif
 }
 
+// The ISAs compiled in, in order of preference (the best last).
+constexpr Isa kIsas[] = {Isa::Baseline,
+#if defined(AG_HAVE_AVX2)
+                         Isa::Avx2, Isa::Avx512,
+#endif
+#if defined(AG_HAVE_NEON)
+                         Isa::Neon,
+#endif
+};
+
+int rank(Isa isa) {
+    for (int i = 0; i < int(std::size(kIsas)); ++i)
+        if (kIsas[i] == isa) return i;
+    return -1;
+}
+
 std::atomic<int> &current() {
-    // ASCENDGRAD_ISA=baseline|avx2 asks for at most that ISA (tests compare them); any other
+    // ASCENDGRAD_ISA=baseline|avx2|... asks for at most that ISA (tests compare them); any other
     // value, or none, takes the best.
     static std::atomic<int> isa{[] {
         const char *e = std::getenv("ASCENDGRAD_ISA");
         const Isa best = best_isa();
-        if (e && std::strcmp(e, "baseline") == 0) return int(Isa::Baseline);
-        if (e && std::strcmp(e, "avx2") == 0) return int(std::min(best, Isa::Avx2));
+        for (Isa i : kIsas)
+            if (e && std::strcmp(e, isa_name(i)) == 0) return int(kIsas[std::min(rank(i), rank(best))]);
         return int(best);
     }()};
     return isa;
@@ -63,16 +87,21 @@ std::atomic<int> &current() {
 Isa active_isa() { return Isa(current().load(std::memory_order_relaxed)); }
 
 const char *isa_name(Isa isa) {
-    return isa == Isa::Avx512 ? "avx512" : isa == Isa::Avx2 ? "avx2" : "baseline";
+    switch (isa) {
+        case Isa::Avx2: return "avx2";
+        case Isa::Avx512: return "avx512";
+        case Isa::Neon: return "neon";
+        default: return "baseline";
+    }
 }
 
 bool set_isa(Isa isa) {
-    if (int(isa) > int(best_isa())) return false;
+    if (rank(isa) < 0 || rank(isa) > rank(best_isa())) return false;
     current().store(int(isa), std::memory_order_relaxed);
     return true;
 }
 
-// The kernel's compilation for the active ISA (only those built: x86-64 has all three).
+// The kernel's compilation for the active ISA (only those built: x86-64 has three, aarch64 two).
 #if defined(AG_HAVE_AVX512)
 #define AG_CALL(kernel, ...)                                                          \
     (active_isa() == Isa::Avx512 ? avx512::kernel(__VA_ARGS__)                        \
@@ -80,6 +109,8 @@ bool set_isa(Isa isa) {
 #elif defined(AG_HAVE_AVX2)
 #define AG_CALL(kernel, ...) \
     (active_isa() == Isa::Avx2 ? avx2::kernel(__VA_ARGS__) : baseline::kernel(__VA_ARGS__))
+#elif defined(AG_HAVE_NEON)
+#define AG_CALL(kernel, ...) (active_isa() == Isa::Neon ? neon::kernel(__VA_ARGS__) : baseline::kernel(__VA_ARGS__))
 #else
 #define AG_CALL(kernel, ...) baseline::kernel(__VA_ARGS__)
 #endif

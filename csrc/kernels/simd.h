@@ -1,11 +1,12 @@
 // Fixed-width SIMD for the kernels, over GCC/Clang vector extensions of the build's native width
-// (SSE2: 16 bytes, AVX2: 32, AVX-512: 64). Within one build an element gets the same arithmetic
-// in every lane and in a partial vector (a run's tail, padded with zeros), so results never depend
-// on where a thread's range starts: there is no separate formula for a loop's tail. Lane by lane
-// the operations are plain IEEE ones and conversions are exact or correctly rounded; FMA only
-// where asked for (fmadd; kernels build with -ffp-contract=off), so only kernels computing e^x
-// may differ between ISAs. Reductions must not depend on the width (softmax: a fixed 16 partial
-// sums, kept in 16 / lanes vectors).
+// (SSE2: 16 bytes, AVX2: 32, AVX-512: 64, aarch64: 16; AG_NEON: NEON instructions for FMA and the
+// half conversions). Within one build an element gets the same arithmetic in every lane and in a
+// partial vector (a run's tail, padded with zeros), so results never depend on where a thread's
+// range starts: there is no separate formula for a loop's tail. Lane by lane the operations are
+// plain IEEE ones and conversions are exact or correctly rounded, bitwise as the scalar ones of
+// common.h; FMA only where asked for (fmadd; kernels build with -ffp-contract=off), so only
+// kernels computing e^x may differ between ISAs. Reductions must not depend on the width
+// (softmax: a fixed 16 partial sums, kept in 16 / lanes vectors).
 //
 //   vec_t<C>, lanes<C>        the vector of compute type C (float or double) and its width
 //   vload<C>(p)               lanes<C> elements of any element type, converted to C
@@ -21,6 +22,9 @@
 
 #if defined(__AVX2__)
 #include <immintrin.h>
+#endif
+#if defined(AG_NEON)
+#include <arm_neon.h>
 #endif
 
 #include "common.h"
@@ -75,6 +79,8 @@ AG_INLINE vf fmadd(vf a, vf b, vf c) {
     return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
 #elif defined(__FMA__) && AG_VEC_BYTES == 32
     return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#elif defined(AG_NEON)
+    return (vf)vfmaq_f32((float32x4_t)c, (float32x4_t)a, (float32x4_t)b);
 #else
     return a * b + c;
 #endif
@@ -146,6 +152,8 @@ AG_INLINE vd fmadd(vd a, vd b, vd c) {
     return (vd)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
 #elif defined(__FMA__) && AG_VEC_BYTES == 32
     return (vd)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+#elif defined(AG_NEON)
+    return (vd)vfmaq_f64((float64x2_t)c, (float64x2_t)a, (float64x2_t)b);
 #else
     return a * b + c;
 #endif
@@ -189,6 +197,8 @@ template <class C, class T> AG_INLINE vec_t<C> vload(const T *p) {
         v = (vf)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))), 16);
 #elif AG_VEC_BYTES == 32
         v = (vf)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))), 16);
+#elif defined(AG_NEON)
+        v = (vf)vshll_n_u16(vld1_u16(reinterpret_cast<const uint16_t *>(p)), 16);
 #else
         vh h;
         std::memcpy(&h, p, sizeof h);
@@ -200,6 +210,10 @@ template <class C, class T> AG_INLINE vec_t<C> vload(const T *p) {
 #elif AG_VEC_BYTES == 32 && defined(__F16C__)
     } else if constexpr (std::is_same_v<C, float> && std::is_same_v<T, half_t>) {
         v = (vf)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+#elif defined(AG_NEON)
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<T, half_t>) {
+        // FCVTL: exact; a NaN keeps sign and payload and comes out quiet, as half_to_float
+        v = (vf)vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t *>(p))));
 #endif
     } else {
         for (int l = 0; l < lanes<C>; ++l) v[l] = load<C>(p + l);
@@ -215,6 +229,13 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
         // float_to_bf16, lane-wise: round to nearest even, NaN kept quiet
         // (few operations: at 512 bits each costs one of two ports, and log_sigmoid is port-bound)
         const vu u = (vu)v, hi = u >> 16;
+#if defined(AG_NEON)
+        // the same sums, narrowed by one shift-right-narrow (bits 16..31 kept; a NaN's quiet bit
+        // set before it)
+        const vu r = u + 0x7fffu + (hi & 1u);
+        const vu b = (vu)select(v != v, (vf)(u | 0x400000u), (vf)r);
+        vst1_u16(reinterpret_cast<uint16_t *>(p), vshrn_n_u32((uint32x4_t)b, 16));
+#else
         const vu r = (u + 0x7fffu + (hi & 1u)) >> 16;
         const vu b = (vu)select(v != v, (vf)(hi | 0x40u), (vf)r);  // each < 2^16
 #if AG_VEC_BYTES == 64
@@ -226,12 +247,18 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
         const vh h = __builtin_convertvector(b, vh);
         std::memcpy(p, &h, sizeof h);
 #endif
+#endif
 #if AG_VEC_BYTES == 64
     } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, half_t>) {
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT));
 #elif AG_VEC_BYTES == 32 && defined(__F16C__)
     } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, half_t>) {
         _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT));
+#elif defined(AG_NEON)
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, half_t>) {
+        // FCVTN in the default rounding (nearest even; FPCR.DN off: a NaN keeps its payload's top
+        // bits and comes out quiet, as float_to_half)
+        vst1_u16(reinterpret_cast<uint16_t *>(p), vreinterpret_u16_f16(vcvt_f16_f32((float32x4_t)v)));
 #endif
     } else {
         for (int l = 0; l < lanes<C>; ++l) store(p + l, v[l]);

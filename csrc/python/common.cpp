@@ -367,7 +367,7 @@ void bind_common(py::module_ &m, py::module_ &raw) {
           "Threads the kernels use (n <= 0: back to OMP_NUM_THREADS or the core count).");
     m.def("get_num_threads", &ascendgradGetNumThreads, "Threads the kernels use.");
     m.def("kernel_isa", &ascendgradKernelIsa,
-          "Instruction set the kernels run with: 'avx512', 'avx2' or 'baseline' (at most ASCENDGRAD_ISA).");
+          "Instruction set the kernels run with: 'avx512', 'avx2', 'neon' or 'baseline' (at most ASCENDGRAD_ISA).");
 
     py::class_<PyTensor>(raw, "Tensor", "An aclTensor over a NumPy array, in place (no copy); keeps the array alive.")
         .def(py::init([](py::object array) {

@@ -16,8 +16,9 @@ ACL_FUNC_VISIBILITY const char *ascendgradVersion(void);
 /* Threads a kernel may use; starts at OMP_NUM_THREADS or the number of cores. n <= 0 resets. */
 ACL_FUNC_VISIBILITY void ascendgradSetNumThreads(int n);
 ACL_FUNC_VISIBILITY int ascendgradGetNumThreads(void);
-/* Instruction set the kernels run with: "avx512", "avx2" or "baseline" (the best this CPU has,
-   chosen once; the environment variable ASCENDGRAD_ISA=baseline|avx2 asks for at most that). */
+/* Instruction set the kernels run with: "avx512", "avx2" (x86-64), "neon" (aarch64) or "baseline"
+   (the best this CPU has, chosen once; the environment variable ASCENDGRAD_ISA=baseline|avx2 asks
+   for at most that). */
 ACL_FUNC_VISIBILITY const char *ascendgradKernelIsa(void);
 
 /* Memcheck (environment variable ASCENDGRAD_MEMCHECK=1 or abort, read when the library loads):
