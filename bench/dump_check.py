@@ -20,7 +20,6 @@ mindstudio-probe: ``pip install '.[test]'``). ``--dump DIR`` reuses a dump made 
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -28,19 +27,10 @@ import time
 
 import numpy as np
 
+from _cpu import cpu_model  # bench/ is the script's folder, first on sys.path
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET_MB_S = 100.0
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def copy_gb_s():

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import tempfile
 import time
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
+
+from _cpu import cpu_model  # bench/ is the script's folder, first on sys.path
 
 import ascendgrad
 from ascendgrad import golden
@@ -48,17 +49,6 @@ def _copy_rate(where: str) -> float:
     rate = buf.nbytes / (time.perf_counter() - t)
     os.unlink(path)
     return rate
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main() -> None:
@@ -97,7 +87,7 @@ def main() -> None:
     cpu_rate = total_bytes / 1e6 / (total_cpu / args.threads)
     load = os.getloadavg()[0]
     print(f"total: {total_bytes / 1e6:.0f} MB in {total_time:.2f} s = {rate:.1f} MB/s of case files; "
-          f"CPU {total_cpu:.2f} s = {cpu_rate:.1f} MB/s per {args.threads} busy cores ({_cpu()}, "
+          f"CPU {total_cpu:.2f} s = {cpu_rate:.1f} MB/s per {args.threads} busy cores ({cpu_model()}, "
           f"kernels {ascendgrad._core.kernel_isa()}, load average {load:.1f}); writing a 256 MiB buffer: "
           f"{copy / 1e6:.0f} MB/s")
     if args.record:
@@ -110,7 +100,7 @@ SECTION = "## Golden data generation (bench/golden.py)"
 def _record(path: str, rows: list, threads: int, size: int, wall: float, cpu: float, load: float, copy: float) -> None:
     """Replace (or append) this benchmark's section of a Markdown file; the rest stays."""
     lines = [SECTION, "",
-             f"{_cpu()}, {threads} threads, kernels {ascendgrad._core.kernel_isa()}, "
+             f"{cpu_model()}, {threads} threads, kernels {ascendgrad._core.kernel_isa()}, "
              f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load:.1f} (1 min) at the end. Per case: draw the "
              "inputs, kernel, float64 reference per slice, cross-check, write `.bin` + `.npy` + manifest. "
              f"MB/s = MB of case files / wall-clock time; CPU = the process's CPU time (all threads). Writing a "
