@@ -81,3 +81,11 @@ def test_compare_dtype_help_matches_raw_files(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ascendgrad", "compare", "a.bin", "e.npy", "--dtype", "float32"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_closed_pipe_is_not_a_traceback():
+    # `python -m ascendgrad check | head -1`: the reader leaves before the table is written
+    r = subprocess.run(f"{sys.executable} -m ascendgrad check | head -1", shell=True, capture_output=True,
+                       text=True)
+    assert r.stdout.startswith("operator")
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr

@@ -8,6 +8,7 @@ the C library for C/C++ builds."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import __version__, _paths
@@ -42,6 +43,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        rc = _main(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at exit
+        return rc
+    except BrokenPipeError:
+        # The reader went away (`... | head`): stop quietly with the shell's status for SIGPIPE,
+        # and keep the interpreter's final flush from failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     for flag, where in (
         ("include_dir", _paths.include_dir),
