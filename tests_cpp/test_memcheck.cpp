@@ -370,15 +370,29 @@ Child run(const std::string &name, const std::string &mode = "1", const std::str
     std::vector<char *> envp;
     for (auto &s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
-    char self[] = "/proc/self/exe";
-    char *argv[] = {self, nullptr};
+    // The child is this program again. Under an emulator (ASCENDGRAD_TEST_EMULATOR, e.g.
+    // "qemu-aarch64 -L /usr/aarch64-linux-gnu": tools/aarch64.sh) an emulated program cannot start
+    // a foreign binary itself, so the emulator starts it.
+    char exe[4096] = {};
+    if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) std::strcpy(exe, "/proc/self/exe");
+    std::vector<std::string> words;
+    if (const char *emu = std::getenv("ASCENDGRAD_TEST_EMULATOR")) {
+        std::istringstream ws(emu);
+        for (std::string w; ws >> w;) words.push_back(w);
+    }
+    words.push_back(exe);
+    std::vector<char *> argvv;
+    for (auto &w : words) argvv.push_back(w.data());
+    argvv.push_back(nullptr);
+    char *const *argv = argvv.data();
+    char *self = argv[0];
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     Child r;
     pid_t pid;
-    if (posix_spawn(&pid, self, &fa, nullptr, argv, envp.data()) == 0) {
+    if (posix_spawnp(&pid, self, &fa, nullptr, argv, envp.data()) == 0) {
         int st = 0;
         waitpid(pid, &st, 0);
         r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
