@@ -93,7 +93,7 @@ if want ctest || want pytest || want memcheck; then
   python -m pip install -q --upgrade pip
   python -m pip install -q cmake ninja
   python -m pip install ".[test]" -Ccmake.define.ASCENDGRAD_BUILD_TESTS=ON
-  build=$(ls -td build/*/CMakeCache.txt | head -1 | xargs dirname)
+  build=$(ls -td build/*-*-*/CMakeCache.txt | head -1 | xargs dirname)  # build/<wheel tag>, the newest
   python tools/build_time.py "$build" --top 5 || true
   finish_stage install $t
 fi
