@@ -260,21 +260,15 @@ void from_compute(const C *src, char *pc, int64_t s, int64_t n) {
 }  // namespace detail
 
 template <class C> to_compute_fn<C> to_compute_for(DType t) {
-    switch (t) {
-        case DType::F16: return detail::to_compute<C, half_t>;
-        case DType::BF16: return detail::to_compute<C, bf16_t>;
-        case DType::F32: return detail::to_compute<C, float>;
-        default: return detail::to_compute<C, double>;
-    }
+    to_compute_fn<C> f = nullptr;
+    dispatch_float(t, [&](auto x) { f = detail::to_compute<C, decltype(x)>; });
+    return f;
 }
 
 template <class C> from_compute_fn<C> from_compute_for(DType t) {
-    switch (t) {
-        case DType::F16: return detail::from_compute<C, half_t>;
-        case DType::BF16: return detail::from_compute<C, bf16_t>;
-        case DType::F32: return detail::from_compute<C, float>;
-        default: return detail::from_compute<C, double>;
-    }
+    from_compute_fn<C> f = nullptr;
+    dispatch_float(t, [&](auto x) { f = detail::from_compute<C, decltype(x)>; });
+    return f;
 }
 
 inline int64_t dtype_size(DType t) { return t == DType::F64 ? 8 : t == DType::F32 ? 4 : 2; }
