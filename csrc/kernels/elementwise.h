@@ -34,7 +34,41 @@ inline namespace AG_ISA_NS {
 template <class... T>
 using common_compute_t = std::conditional_t<(std::is_same_v<T, double> || ...), double, float>;
 
+// An op in two stages: out = second(first(in...), in...). In a contiguous run map computes
+// first over a chunk of kStage elements into an L1 buffer, then second over the chunk. Why: one
+// vector's long chain of dependent operations (an e^x, then a division) outgrows what the CPU's
+// out-of-order window can overlap across iterations; two shorter loops run at the ports' speed.
+// Every element gets the same operations as with the fused op.
+template <class F, class S> struct staged {
+    F first;
+    S second;
+    template <class... V> AG_INLINE auto operator()(V... v) const { return second(first(v...), v...); }
+};
+template <class F, class S> staged(F, S) -> staged<F, S>;
+template <class Op> constexpr bool is_staged = false;
+template <class F, class S> constexpr bool is_staged<staged<F, S>> = true;
+
+constexpr int64_t kStage = 256;
+
 namespace detail {
+
+// out(j, op(in(j)...)) for the full vectors j = i, i + L, ... < e of a contiguous run (e - i a
+// multiple of L); in(j) gives the inputs' vectors at j as a tuple. A staged op runs in two passes.
+template <class C, class Op, class In, class Out>
+AG_INLINE void run_vectors(const Op &op, int64_t i, int64_t e, In in, Out out) {
+    constexpr int64_t L = lanes<C>;
+    if constexpr (is_staged<Op>) {
+        alignas(64) vec_t<C> s[kStage / L];
+        for (; i < e; i += kStage) {
+            const int64_t m = std::min(e - i, kStage);
+            for (int64_t q = 0; q * L < m; ++q) s[q] = std::apply(op.first, in(i + q * L));
+            for (int64_t q = 0; q * L < m; ++q)
+                out(i + q * L, std::apply([&](auto... v) { return op.second(s[q], v...); }, in(i + q * L)));
+        }
+    } else {
+        for (; i < e; i += L) out(i, std::apply(op, in(i)));
+    }
+}
 
 // True when every view has the same strides over its dims of size > 1 and those strides lay
 // the elements out densely (each element exactly once, dims in any order, strides of any sign).
@@ -171,16 +205,19 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
             // vectors of lanes<C> elements; a run's tail is a partial vector, same arithmetic
             constexpr int64_t L = lanes<C>;
             if constexpr (decltype(contig)::value) {
+                const auto in = [&](int64_t j) { return std::make_tuple(vload<C>(std::get<K>(p) + j)...); };
                 int64_t i = 0;
                 if (stream && (i = aligned_head<O, C>(po, n)) >= 0) {
                     // a partial vector up to the alignment, then streaming stores
                     if (i > 0) vstore_run(po, 1, i, op(vload_run<C>(std::get<K>(p), 1, i)...));
-                    for (; i + L <= n; i += L) vstream(po + i, op(vload<C>(std::get<K>(p) + i)...));
+                    const int64_t e = i + (n - i) / L * L;
+                    run_vectors<C>(op, i, e, in, [&](int64_t j, vec_t<C> r) { vstream(po + j, r); });
                     sfence();
+                    i = e;
                 } else {
-                    i = 0;
+                    i = n / L * L;
+                    run_vectors<C>(op, 0, i, in, [&](int64_t j, vec_t<C> r) { vstore(po + j, r); });
                 }
-                for (; i + L <= n; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
                 if (i < n) vstore_run(po + i, 1, n - i, op(vload_run<C>(std::get<K>(p) + i, 1, n - i)...));
             } else {
                 // steps in locals: the vector stores may alias anything in memory, so values read
@@ -279,8 +316,9 @@ namespace detail {
 template <class C, class Op, std::size_t... K>
 AG_INLINE void apply_chunk(std::index_sequence<K...>, Op &op, const C (*b)[kConvChunk], C *o, int64_t m) {
     constexpr int64_t L = lanes<C>;
-    int64_t i = 0;
-    for (; i + L <= m; i += L) vstore(o + i, op(vload<C>(b[K] + i)...));
+    const int64_t i = m / L * L;
+    run_vectors<C>(op, 0, i, [&](int64_t j) { return std::make_tuple(vload<C>(b[K] + j)...); },
+                   [&](int64_t j, vec_t<C> r) { vstore(o + j, r); });
     if (i < m) vstore_run(o + i, 1, m - i, op(vload_run<C>(b[K] + i, 1, m - i)...));
 }
 

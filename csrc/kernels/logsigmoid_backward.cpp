@@ -10,11 +10,9 @@ namespace {
 
 template <class C>
 auto op() {
-    return [](auto gv, auto xv) {
-        const auto z = vexp(-vabs(xv));
-        // both sides computed, one selected: branch-free
-        return div_1_2(select(xv < C(0), gv, gv * z), C(1) + z);
-    };
+    return staged{[](auto, auto xv) { return vexp<true>(vnabs(xv)); },  // z = e^-|x|
+                  // both sides computed, one selected: branch-free
+                  [](auto z, auto gv, auto xv) { return div_1_2(select(xv < C(0), gv, gv * z), C(1) + z); }};
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 //   vstore(p, v)              v rounded once into p's element type
 //   vload_run / vstore_run    the first m <= lanes elements of a run with element step s
 //                             (1: contiguous, 0: one element broadcast, else gathered)
-//   vabs, select, vexp        |x|, m ? a : b lane-wise, e^x
+//   vabs, vnabs, select, vexp |x|, -|x|, m ? a : b lane-wise, e^x
 #pragma once
 
 #include <cmath>
@@ -68,9 +68,13 @@ template <class V> AG_INLINE V splat(typename elem_of<V>::type x) {
 AG_INLINE vf vabs(vf v) { return (vf)((vi)v & 0x7fffffff); }
 AG_INLINE vd vabs(vd v) { return (vd)((vl)v & 0x7fffffffffffffffLL); }
 
-// m ? a : b per lane, for a comparison's mask m (all bits set or clear)
-AG_INLINE vf select(vi m, vf a, vf b) { return (vf)((m & (vi)a) | (~m & (vi)b)); }
-AG_INLINE vd select(vl m, vd a, vd b) { return (vd)((m & (vl)a) | (~m & (vl)b)); }
+// m ? a : b per lane, for a comparison's mask m (all bits set or clear): one blend
+AG_INLINE vf select(vi m, vf a, vf b) { return m ? a : b; }
+AG_INLINE vd select(vl m, vd a, vd b) { return m ? a : b; }
+
+// -|x|: one OR of the sign bit
+AG_INLINE vf vnabs(vf v) { return (vf)((vi)v | (vi)splat<vf>(-0.0f)); }
+AG_INLINE vd vnabs(vd v) { return (vd)((vl)v | (vl)splat<vd>(-0.0)); }
 
 // a * b + c, fused (one rounding) where the build has FMA, else two roundings: results may differ
 // between ISAs, never between lanes or uses within one build.
@@ -107,13 +111,15 @@ AG_INLINE vf vmin_keep_nan(vf a, vf x) {
 }
 
 // e^x in float, < 1 ulp: n = round(x / ln 2), r = x - n ln 2 (two constants), e^r by a degree-6
-// polynomial (Cephes' coefficients) in Horner form; 2^n applied in two halves so that results in
-// the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf.
-AG_INLINE vf vexp(vf x) {
-    x = vmin_keep_nan(splat<vf>(88.8f), x);     // e^88.8 overflows to inf below
+// polynomial (Cephes' coefficients) in Horner form; 2^n applied so that results in the subnormal
+// range round once. NaN stays NaN, -inf gives 0, +inf gives inf. NonPos: for x <= 0 (or NaN)
+// only, fewer operations (no upper clamp; without AVX-512, one scale factor instead of two).
+template <bool NonPos = false> AG_INLINE vf vexp(vf x) {
+    if constexpr (!NonPos) x = vmin_keep_nan(splat<vf>(88.8f), x);  // e^88.8 overflows to inf below
     x = vmax_keep_nan(splat<vf>(-104.0f), x);   // e^-104 rounds to 0 below
     const vf round = splat<vf>(12582912.0f);    // 1.5 * 2^23: adding it rounds to an integer (ties to even)
-    const vf n = fmadd(x, splat<vf>(1.44269504088896341f), round) - round;
+    const vf t = fmadd(x, splat<vf>(1.44269504088896341f), round);
+    const vf n = t - round;
     vf r = fmadd(n, splat<vf>(-0.693359375f), x);  // exact: n has <= 8 bits, the constant 9
     r = fmadd(n, splat<vf>(2.12194440e-4f), r);
     vf p = splat<vf>(1.9875691500e-4f);
@@ -126,9 +132,15 @@ AG_INLINE vf vexp(vf x) {
 #if AG_VEC_BYTES == 64
     return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)n);  // p 2^n, rounded once: the same
 #else
-    const vi k = __builtin_convertvector(n, vi);
-    const vi k1 = k >> 1, k2 = k - k1;
-    return p * (vf)((k1 + 127) << 23) * (vf)((k2 + 127) << 23);
+    if constexpr (NonPos) {
+        // n in [-150, 0]: p 2^(n + 64) is exact (normal), and * 2^-64 rounds once, as below. n + 191
+        // is in t's low mantissa bits (those of `round` above bit 22 shift out).
+        return p * (vf)(((vi)t + 191) << 23) * 0x1p-64f;
+    } else {
+        const vi k = __builtin_convertvector(n, vi);
+        const vi k1 = k >> 1, k2 = k - k1;
+        return p * (vf)((k1 + 127) << 23) * (vf)((k2 + 127) << 23);
+    }
 #endif
 }
 
@@ -163,7 +175,7 @@ AG_INLINE vd fmadd(vd a, vd b, vd c) {
 // first with n ln2_hi exact), e^r = 1 + (r + r^2 q(r)), q the Taylor series to r^13 / 13! (the
 // truncation is < 2^-57 relative for |r| <= ln 2 / 2); 2^n applied in two halves so that results in
 // the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf.
-AG_INLINE vd vexp(vd x) {
+template <bool NonPos = false> AG_INLINE vd vexp(vd x) {
     x = vmin_keep_nan(splat<vd>(709.79), x);    // e^709.79 overflows to inf below
     x = vmax_keep_nan(splat<vd>(-745.2), x);    // e^-745.2 rounds to 0 below
     const vd round = splat<vd>(6755399441055744.0);  // 1.5 * 2^52
