@@ -113,9 +113,9 @@ void lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t
 }
 
 // Reduction along a dim that is not the fastest-moving one: columns of the innermost other dim are
-// processed in blocks of width w, their sums kept in acc while walking down `dim`. Like lines,
-// blocks are pipelined: block u is written in the walk that sums block u + 1 (when it has as many
-// columns), so that memory is read all along; both stay in L2 meanwhile.
+// processed in blocks of width w, their sums kept in acc while walking down `dim`, then the walk
+// repeated for the output (the block rereads from L2). A large output is written with streaming
+// stores: its rows are not read again.
 template <class T, class O>
 void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const int64_t (&sd)[3]) {
     using C = compute_t<T>;
@@ -124,9 +124,10 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
     const int k = it.ndim - 1;
     const int64_t inner = it.shape[k];
     const int64_t ig = it.stride[0][k], iy = it.stride[1][k], io = it.stride[2][k];
-    // Two blocks of both inputs (n * w elements each) within half of L2.
-    int64_t w = (512 * 1024) / (n * int64_t(sizeof(T)) * 2);
+    // A block of both inputs (n * w elements each) within 256 KiB, a part of any L2.
+    int64_t w = (256 * 1024) / (n * int64_t(sizeof(T)) * 2);
     w = std::max<int64_t>(kLanes, std::min<int64_t>(kMaxW, w)) & ~int64_t(kLanes - 1);
+    const bool stream = it.numel() * n * int64_t(sizeof(O)) >= kStreamMin;
     const int64_t blocks = (inner + w - 1) / w;
     Iter<3> outer = it;
     outer.ndim = k;
@@ -146,50 +147,49 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
         // a local copy: vector stores may alias memory, so values read through the closure's
         // references would be reloaded after each one
         const Job J = job;
-        V acc[2][kMaxW / lanes<C>];
+        V acc[kMaxW / lanes<C>];
         const auto block = [&](int64_t u) {
             const Walker<3> pos(outer, u / J.blocks);
             const int64_t j0 = (u % J.blocks) * J.w, cols = std::min(J.w, J.inner - j0);
             return Block{J.g + pos.off[0] + j0 * J.ig, J.y + pos.off[1] + j0 * J.iy, J.out + pos.off[2] + j0 * J.io,
                          cols, (cols + L - 1) / L};
         };
+        // Rows of a block: full vectors of a contiguous row in a tight loop (the fewer instructions
+        // per vector, the more loads the CPU keeps in flight: the rows sit a stride apart, each
+        // a new stream for the prefetchers), then any rest element by vector run.
         const auto sum = [&](V *a, const Block &k, int64_t d) {  // row d of a block into its sums
-            for (int64_t v = 0; v < k.nv; ++v) {
+            const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
+            int64_t v = 0;
+            if (J.ig == 1 && J.iy == 1)
+                for (const int64_t full = k.cols / L; v < full; ++v) a[v] += vload<C>(pg + v * L) * vload<C>(py + v * L);
+            for (; v < k.nv; ++v) {
                 const int64_t j = v * L, m = std::min(L, k.cols - j);
-                a[v] += vload_run<C>(k.g + d * J.sg + j * J.ig, J.ig, m) * vload_run<C>(k.y + d * J.sy + j * J.iy, J.iy, m);
+                a[v] += vload_run<C>(pg + j * J.ig, J.ig, m) * vload_run<C>(py + j * J.iy, J.iy, m);
             }
         };
         const auto apply = [&](const V *a, const Block &k, int64_t d) {  // row d of a block's output
-            for (int64_t v = 0; v < k.nv; ++v) {
+            const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
+            O *po = k.out + d * J.so;
+            int64_t v = 0;
+            if (J.ig == 1 && J.iy == 1 && J.io == 1) {
+                const int64_t full = k.cols / L;
+                if (stream && reinterpret_cast<uintptr_t>(po) % stream_bytes<O, C> == 0)
+                    for (; v < full; ++v) vstream(po + v * L, vload<C>(py + v * L) * (vload<C>(pg + v * L) - a[v]));
+                for (; v < full; ++v) vstore(po + v * L, vload<C>(py + v * L) * (vload<C>(pg + v * L) - a[v]));
+            }
+            for (; v < k.nv; ++v) {
                 const int64_t j = v * L, m = std::min(L, k.cols - j);
-                const V yv = vload_run<C>(k.y + d * J.sy + j * J.iy, J.iy, m);
-                const V gv = vload_run<C>(k.g + d * J.sg + j * J.ig, J.ig, m);
-                vstore_run(k.out + d * J.so + j * J.io, J.io, m, yv * (gv - a[v]));
+                vstore_run(po + j * J.io, J.io, m,
+                           vload_run<C>(py + j * J.iy, J.iy, m) * (vload_run<C>(pg + j * J.ig, J.ig, m) - a[v]));
             }
         };
-        int c = 0;
-        Block cur = block(b);
-        std::fill(acc[c], acc[c] + cur.nv, V{});
-        for (int64_t d = 0; d < J.n; ++d) sum(acc[c], cur, d);
         for (int64_t u = b; u < e; ++u) {
-            if (u + 1 == e) {
-                for (int64_t d = 0; d < J.n; ++d) apply(acc[c], cur, d);
-                break;
-            }
-            const Block next = block(u + 1);
-            std::fill(acc[1 - c], acc[1 - c] + next.nv, V{});
-            if (next.cols == cur.cols) {
-                for (int64_t d = 0; d < J.n; ++d) {
-                    apply(acc[c], cur, d);
-                    sum(acc[1 - c], next, d);
-                }
-            } else {
-                for (int64_t d = 0; d < J.n; ++d) apply(acc[c], cur, d);
-                for (int64_t d = 0; d < J.n; ++d) sum(acc[1 - c], next, d);
-            }
-            cur = next;
-            c = 1 - c;
+            const Block k = block(u);
+            std::fill(acc, acc + k.nv, V{});
+            for (int64_t d = 0; d < J.n; ++d) sum(acc, k, d);
+            for (int64_t d = 0; d < J.n; ++d) apply(acc, k, d);
         }
+        if (stream) sfence();
     });
 }
 
