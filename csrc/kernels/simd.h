@@ -68,9 +68,29 @@ template <class V> AG_INLINE V splat(typename elem_of<V>::type x) {
 AG_INLINE vf vabs(vf v) { return (vf)((vi)v & 0x7fffffff); }
 AG_INLINE vd vabs(vd v) { return (vd)((vl)v & 0x7fffffffffffffffLL); }
 
-// m ? a : b per lane, for a comparison's mask m (all bits set or clear): one blend
-AG_INLINE vf select(vi m, vf a, vf b) { return m ? a : b; }
-AG_INLINE vd select(vl m, vd a, vd b) { return m ? a : b; }
+// Makes v opaque to the optimizer at this point (no instruction).
+template <class V> AG_INLINE void opaque(V &v) {
+#if AG_VEC_BYTES == 64
+    __asm__("" : "+v"(v));
+#else
+    (void)v;
+#endif
+}
+
+// m ? a : b per lane, for a comparison's mask m (all bits set or clear): one blend. (AVX-512:
+// a and b are loaded first, whole: the compiler would otherwise fold the load of one of them into
+// a masked load, which cannot start before the mask, i.e. before the other input's data, is
+// there; from memory the loads then run one after the other, at half the bandwidth.)
+AG_INLINE vf select(vi m, vf a, vf b) {
+    opaque(a);
+    opaque(b);
+    return m ? a : b;
+}
+AG_INLINE vd select(vl m, vd a, vd b) {
+    opaque(a);
+    opaque(b);
+    return m ? a : b;
+}
 
 // -|x|: one OR of the sign bit
 AG_INLINE vf vnabs(vf v) { return (vf)((vi)v | (vi)splat<vf>(-0.0f)); }
