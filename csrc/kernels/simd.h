@@ -22,6 +22,8 @@
 
 #if defined(__AVX2__)
 #include <immintrin.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h>
 #endif
 #if defined(AG_NEON)
 #include <arm_neon.h>
@@ -246,11 +248,37 @@ template <class C, class T> AG_INLINE vec_t<C> vload(const T *p) {
     } else if constexpr (std::is_same_v<C, float> && std::is_same_v<T, half_t>) {
         // FCVTL: exact; a NaN keeps sign and payload and comes out quiet, as half_to_float
         v = (vf)vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t *>(p))));
+#else
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<T, half_t>) {
+        // half_to_float, lane-wise: exponent and mantissa shifted into place and the exponent
+        // rebiased; a subnormal m 2^-24 as (1 + m 2^-10) 2^-14 - 2^-14 (exact, and no subnormal
+        // float operand: those are slow on many CPUs, and half subnormals are common in
+        // probabilities)
+        vh h;
+        std::memcpy(&h, p, sizeof h);
+        const vi u = __builtin_convertvector(h, vi), em = u & 0x7fff, o = (em << 13) + (112 << 23);
+        const vf f = select(em < 0x400, (vf)(o + (1 << 23)) - 0x1p-14f, (vf)o);
+        const vi special = (em << 13) | 0x7f800000 | ((em > 0x7c00) & 0x400000);  // inf; NaN made quiet
+        v = (vf)((vi)select(em >= 0x7c00, (vf)special, f) | ((u & 0x8000) << 16));
 #endif
     } else {
         for (int l = 0; l < lanes<C>; ++l) v[l] = load<C>(p + l);
     }
     return v;
+}
+
+// The low 16 bits of each lane, packed (SSE2 has no unsigned 32 -> 16 bit pack: sign-extend, then
+// the signed one, which is exact then)
+AG_INLINE vh narrow16(vi x) {
+#if AG_VEC_BYTES == 16 && defined(__SSE2__)
+    const __m128i s = _mm_srai_epi32(_mm_slli_epi32((__m128i)x, 16), 16);
+    const __m128i q = _mm_packs_epi32(s, s);
+    vh h;
+    std::memcpy(&h, &q, sizeof h);
+    return h;
+#else
+    return __builtin_convertvector(x, vh);
+#endif
 }
 
 template <class O, class V> AG_INLINE void vstore(O *p, V v) {
@@ -276,7 +304,7 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
         const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32((__m256i)b, (__m256i)b), 0xd8);
         _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_castsi256_si128(h));
 #else
-        const vh h = __builtin_convertvector(b, vh);
+        const vh h = narrow16((vi)b);
         std::memcpy(p, &h, sizeof h);
 #endif
 #endif
@@ -291,6 +319,18 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
         // FCVTN in the default rounding (nearest even; FPCR.DN off: a NaN keeps its payload's top
         // bits and comes out quiet, as float_to_half)
         vst1_u16(reinterpret_cast<uint16_t *>(p), vreinterpret_u16_f16(vcvt_f16_f32((float32x4_t)v)));
+#else
+    } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, half_t>) {
+        // float_to_half, lane-wise (the same cases, each computed, one selected)
+        const vi b = (vi)v, u = b & 0x7fffffff;
+        const vi nan = 0x7e00 | ((u & 0x7fffff) >> 13);                   // quiet, payload truncated
+        const vi sub = (vi)((vf)u + 0.5f) - 0x3f000000;                    // below 2^-14: rounds to 2^-24
+        const vi nrm = (vi)((((vu)u + 0xc8000fffu + (((vu)u >> 13) & 1u)) >> 13) & 0xffffu);
+        vi r = u < 0x38800000 ? sub : nrm;
+        r = u >= 0x477ff000 ? 0x7c00 + vi{} : r;                         // inf, or overflow
+        r = u > 0x7f800000 ? nan : r;
+        const vh h = narrow16(r | ((b >> 16) & 0x8000));
+        std::memcpy(p, &h, sizeof h);
 #endif
     } else {
         for (int l = 0; l < lanes<C>; ++l) store(p + l, v[l]);
