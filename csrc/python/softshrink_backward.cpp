@@ -37,6 +37,12 @@ struct Lambd {
     aclScalar *s = nullptr;
     explicit Lambd(py::handle v) {
         if (v.is_none()) return;
+        if (PyFloat_CheckExact(v.ptr())) {  // the usual λ, without NumPy's conversion
+            double d = PyFloat_AS_DOUBLE(v.ptr());
+            s = aclCreateScalar(&d, ACL_DOUBLE);
+            if (!s) raise_status(ACLNN_ERR_PARAM_INVALID);
+            return;
+        }
         auto wrong = [v] { return py::type_error("lambd must be a single real number, got " + type_name(v)); };
         py::array a;
         try {
