@@ -1,6 +1,10 @@
 #include "common.h"
 
 #include <cctype>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <vector>
 
 #include "ascendgrad/ascendgrad.h"
 
@@ -283,8 +287,84 @@ py::array as_output(py::handle obj, const char *name) {
     return a;
 }
 
+namespace {
+
+// Memory of large results, kept when their array dies and given to the next result of the same
+// size class: a training loop asks for the same sizes call after call, and fresh pages cost more
+// than the kernel that fills them (each one a page fault; under a hypervisor more, and varying).
+// Bounded: at most kPoolMax bytes wait here; memory in use is never held back.
+constexpr size_t kPoolMin = size_t(1) << 20;    // smaller results: NumPy's allocation is cheap
+constexpr size_t kPoolMax = size_t(256) << 20;  // bytes kept for reuse, at most
+constexpr size_t kPoolClass = size_t(64) << 10; // sizes rounded up to a multiple of this
+
+struct Block {
+    void *p;
+    size_t bytes;  // a multiple of kPoolClass
+};
+struct Pool {
+    std::mutex mutex;
+    std::vector<Block> blocks;  // most recently freed last
+    size_t bytes = 0;
+};
+Pool &pool() {
+    static Pool *p = new Pool;  // leaked: results may die during the interpreter's finalization
+    return *p;
+}
+
+Block take(size_t n) {
+    const size_t bytes = (n + kPoolClass - 1) / kPoolClass * kPoolClass;
+    {
+        Pool &q = pool();
+        std::lock_guard<std::mutex> lock(q.mutex);
+        for (size_t i = q.blocks.size(); i-- > 0;)
+            if (q.blocks[i].bytes == bytes) {
+                const Block b = q.blocks[i];
+                q.blocks.erase(q.blocks.begin() + std::ptrdiff_t(i));
+                q.bytes -= b.bytes;
+                return b;
+            }
+    }
+    void *p = std::aligned_alloc(64, bytes);  // (no huge-page advice: their faults can stall on compaction)
+    if (!p) throw std::bad_alloc();
+    return {p, bytes};
+}
+
+void give(Block b) {
+    if (b.bytes > kPoolMax) {
+        std::free(b.p);
+        return;
+    }
+    Pool &q = pool();
+    std::lock_guard<std::mutex> lock(q.mutex);
+    while (q.bytes + b.bytes > kPoolMax) {  // the oldest make room
+        std::free(q.blocks.front().p);
+        q.bytes -= q.blocks.front().bytes;
+        q.blocks.erase(q.blocks.begin());
+    }
+    q.blocks.push_back(b);
+    q.bytes += b.bytes;
+}
+
+}  // namespace
+
 py::array new_array(const std::vector<int64_t> &shape, const py::dtype &dt) {
-    return py::array(dt, std::vector<py::ssize_t>(shape.begin(), shape.end()));
+    const std::vector<py::ssize_t> sh(shape.begin(), shape.end());
+    size_t n = size_t(dt.itemsize());
+    for (int64_t d : shape) n *= size_t(d);
+    if (n < kPoolMin) return py::array(dt, sh);
+    Block *b = new Block(take(n));
+    py::capsule owner(b, [](void *q) {
+        Block *k = static_cast<Block *>(q);
+        give(*k);
+        delete k;
+    });
+    std::vector<py::ssize_t> strides(sh.size());
+    py::ssize_t st = dt.itemsize();
+    for (size_t i = sh.size(); i-- > 0;) {
+        strides[i] = st;
+        st *= sh[i];
+    }
+    return py::array(dt, sh, strides, b->p, owner);
 }
 
 aclTensor *tensor_arg(py::handle obj, const char *name) {
