@@ -222,8 +222,14 @@ std::vector<int64_t> shape_of(const py::array &a) { return {a.shape(), a.shape()
 
 py::array as_input(py::handle obj, const char *name) {
     if (obj.is_none()) throw py::type_error(std::string(name) + " must be an array of numbers, not None");
-    py::array a = py::isinstance<py::array>(obj) ? py::reinterpret_borrow<py::array>(obj)
-                                                 : interop().attr("asarray")(obj).cast<py::array>();
+    static PyObject *generic = numpy_type("generic");
+    py::object o;  // (not a py::array: a default one is an empty array, not null)
+    if (py::isinstance<py::array>(obj))
+        o = py::reinterpret_borrow<py::object>(obj);
+    else if (PyFloat_CheckExact(obj.ptr()) || PyLong_CheckExact(obj.ptr()) || PyObject_IsInstance(obj.ptr(), generic) == 1)
+        o = py::array::ensure(obj);  // a number: numpy.asarray's result, without a Python-level call
+    if (!o) o = interop().attr("asarray")(obj);
+    py::array a = o.cast<py::array>();
     if (acl_dtype(a.dtype()) == ACL_DT_UNDEFINED)
         throw py::type_error(std::string(name) + " must be an array of numbers, got dtype " +
                              py::str(a.dtype()).cast<std::string>());
