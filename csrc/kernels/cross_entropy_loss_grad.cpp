@@ -60,10 +60,27 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
     if (Contig) lc = oc = 1;
     const bool has_t = t >= j0 && t < j1;
     const C pt = has_t ? exp1(load<C>(l + t * lc)) : C(0);
-    for (int64_t j = j0; j < j1; j += L) {
-        const int64_t m = std::min(L, j1 - j);
-        const V wv = Mode == 2 ? vload_run<C>(w + j, 1, m) : V{};
-        vstore_run(o + j * oc, oc, m, elem<Mode>(vexp(vload_run<C>(l + j * lc, lc, m)), k, b, wv));
+    if constexpr (sizeof(T) == sizeof(C)) {
+        for (int64_t j = j0; j < j1; j += L) {
+            const int64_t m = std::min(L, j1 - j);
+            const V wv = Mode == 2 ? vload_run<C>(w + j, 1, m) : V{};
+            vstore_run(o + j * oc, oc, m, elem<Mode>(vexp(vload_run<C>(l + j * lc, lc, m)), k, b, wv));
+        }
+    } else {
+        // Half types: e^l over a chunk into an L1 buffer, then the output: with the conversions
+        // one vector's chain of dependent operations is too long for the CPU to overlap across
+        // iterations (see elementwise.h, staged). The same arithmetic per element.
+        constexpr int64_t K = 256;
+        alignas(64) V e[K / L];
+        for (int64_t c = j0; c < j1; c += K) {
+            const int64_t ce = std::min(j1, c + K);
+            for (int64_t j = c, q = 0; j < ce; j += L, ++q) e[q] = vexp(vload_run<C>(l + j * lc, lc, std::min(L, ce - j)));
+            for (int64_t j = c, q = 0; j < ce; j += L, ++q) {
+                const int64_t m = std::min(L, ce - j);
+                const V wv = Mode == 2 ? vload_run<C>(w + j, 1, m) : V{};
+                vstore_run(o + j * oc, oc, m, elem<Mode>(e[q], k, b, wv));
+            }
+        }
     }
     if (has_t) store(o + t * oc, C(elem<Mode>(pt, k, b, Mode == 2 ? w[t] : C(0)) - a));
 }
