@@ -1,4 +1,5 @@
-"""The CPU's model name, for the reports of bench/golden.py and bench/dump_check.py."""
+"""Shared by the bench scripts' reports: the CPU's model name, and one section of RESULTS.md
+replaced with the rest kept."""
 
 import platform
 
@@ -12,3 +13,17 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def replace_section(path: str, title: str, body: str) -> None:
+    """Replace (or append) the section headed `title` (a "## " line) of the Markdown file at `path`
+    with `body`; the other sections stay as they are."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = "# Benchmark results\n"
+    head, found, tail = text.partition(title + "\n")
+    rest = tail[tail.find("\n## "):] if found and "\n## " in tail else ""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head.rstrip("\n") + "\n\n" + title + "\n\n" + body.strip("\n") + "\n" + rest)

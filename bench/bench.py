@@ -33,7 +33,8 @@ call (bench/overhead.cpp, built with the C++ compiler against the installed pack
     pip install '.[bench]'
     python bench/bench.py [--threads N] [--reps 7] [--quick | --sweep] [--isa all|best|NAME] [--out DIR]
 
-writes DIR/RESULTS.md (the tables and the machine), DIR/results.json and DIR/results.png
+writes the "Operator benchmarks" section of DIR/RESULTS.md (the tables and the machine; the
+file's other sections stay), DIR/results.json and DIR/results.png
 (bandwidth fraction of the large sizes per operator and dtype; needs matplotlib).
 """
 
@@ -60,6 +61,7 @@ import ml_dtypes
 import numpy as np
 
 import ascendgrad
+from _cpu import replace_section  # bench/ is the script's folder, first on sys.path
 from ascendgrad import _core
 
 try:
@@ -659,7 +661,7 @@ def main(argv=None):
     if args.out:
         d = Path(args.out)
         d.mkdir(parents=True, exist_ok=True)
-        (d / "RESULTS.md").write_text("# Benchmark results\n\n" + text)
+        replace_section(str(d / "RESULTS.md"), "## Operator benchmarks", text)  # the other sections stay
         info = dict(runs[-1][0], isa_paths=[i["kernel_isa"] for i, _ in runs])
         rows = [asdict(r) for _, rs in runs for r in rs]
         (d / "results.json").write_text(json.dumps({"machine": info, "rows": rows,

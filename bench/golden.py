@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from _cpu import cpu_model  # bench/ is the script's folder, first on sys.path
+from _cpu import cpu_model, replace_section  # bench/ is the script's folder, first on sys.path
 
 import ascendgrad
 from ascendgrad import golden
@@ -108,15 +108,8 @@ def _record(path: str, rows: list, threads: int, size: int, wall: float, cpu: fl
              "| operator | shape | dtype | files (MB) | wall (s) | MB/s | CPU (s) |", "|---|---|---|---:|---:|---:|---:|"]
     lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.0f} | {r[4]:.2f} | {r[5]:.0f} | {r[7]:.2f} |" for r in rows]
     lines += [f"| **total** | | | {size / 1e6:.0f} | {wall:.2f} | **{size / 1e6 / wall:.0f}** | {cpu:.2f} |", ""]
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        text = ""
-    head, _, tail = text.partition(SECTION)
-    rest = tail[tail.find("\n## "):] if "\n## " in tail else ""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(head.rstrip("\n") + "\n\n" + "\n".join(lines) + rest)
+    replace_section(path, SECTION, "\n".join(lines[2:]))
+
 
 if __name__ == "__main__":
     main()
