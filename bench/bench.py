@@ -61,7 +61,6 @@ import ml_dtypes
 import numpy as np
 
 import ascendgrad
-from _cpu import replace_section  # bench/ is the script's folder, first on sys.path
 from ascendgrad import _core
 
 try:
@@ -661,6 +660,9 @@ def main(argv=None):
     if args.out:
         d = Path(args.out)
         d.mkdir(parents=True, exist_ok=True)
+        sys.path.insert(0, str(HERE))  # (bench/_cpu.py; also when this file is loaded by path)
+        from _cpu import replace_section
+
         replace_section(str(d / "RESULTS.md"), "## Operator benchmarks", text)  # the other sections stay
         info = dict(runs[-1][0], isa_paths=[i["kernel_isa"] for i, _ in runs])
         rows = [asdict(r) for _, rs in runs for r in rs]

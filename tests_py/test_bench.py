@@ -25,6 +25,8 @@ def bench():
 def test_bench_writes_table_json_and_chart(bench, tmp_path, capsys):
     pytest.importorskip("torch")
     pytest.importorskip("matplotlib")
+    (tmp_path / "RESULTS.md").write_text("# Benchmark results\n\n## Operator benchmarks\n\nold table\n\n"
+                                         "## Build time\n\nkept as it is\n")
     bench.main(["--quick", "--reps", "1", "--only", "(softmax|cross_entropy).* f32$", "--out", str(tmp_path)])
     capsys.readouterr()
     data = json.loads((tmp_path / "results.json").read_text())
@@ -39,5 +41,6 @@ def test_bench_writes_table_json_and_chart(bench, tmp_path, capsys):
     assert data["c_overhead_ns"] is None or all(v > 0 for v in data["c_overhead_ns"].values())
     md = (tmp_path / "RESULTS.md").read_text()
     assert "| softmax_backward | 256x4096 | f32 |" in md and "Targets" in md
+    assert "old table" not in md and md.endswith("## Build time\n\nkept as it is\n")  # only its own section
     assert data["machine"]["kernel_isa"] in ("baseline", "avx2", "avx512", "neon")
     assert (tmp_path / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
