@@ -139,3 +139,36 @@ TEST(ElementwiseDriver, CommonComputeType) {
     static_assert(std::is_same_v<kern::common_compute_t<double, float, float>, double>);
     SUCCEED();
 }
+
+// The vector conversions of simd.h (this file compiles the portable build: SSE2 on x86-64) are
+// bitwise the scalar ones of common.h: every half and bfloat16, and floats of every exponent
+// with varied mantissas, NaN payloads and subnormals included.
+TEST(SimdConversions, HalfAndBf16LoadsAndStoresMatchTheScalarOnes) {
+    constexpr int L = kern::lanes<float>;
+    for (uint32_t h0 = 0; h0 < 65536; h0 += L) {
+        kern::half_t hv[L];
+        kern::bf16_t bv[L];
+        for (int l = 0; l < L; ++l) hv[l].bits = bv[l].bits = uint16_t(h0 + uint32_t(l));
+        const kern::vf a = kern::vload<float>(hv), b = kern::vload<float>(bv);
+        for (int l = 0; l < L; ++l) {
+            ASSERT_EQ(kern::float_to_bits(a[l]), kern::float_to_bits(kern::half_to_float(hv[l].bits))) << h0 + l;
+            ASSERT_EQ(kern::float_to_bits(b[l]), kern::float_to_bits(kern::bf16_to_float(bv[l].bits))) << h0 + l;
+        }
+    }
+    uint32_t x = 12345;
+    for (uint32_t i = 0; i < (1u << 22); i += L) {
+        kern::vf v;
+        for (int l = 0; l < L; ++l) {
+            x = x * 1664525u + 1013904223u;
+            v[l] = kern::bits_to_float(((i + uint32_t(l)) << 10) ^ (x >> 22));  // every exponent, both signs
+        }
+        kern::half_t ho[L];
+        kern::bf16_t bo[L];
+        kern::vstore(ho, v);
+        kern::vstore(bo, v);
+        for (int l = 0; l < L; ++l) {
+            ASSERT_EQ(ho[l].bits, kern::float_to_half(v[l])) << std::hex << kern::float_to_bits(v[l]);
+            ASSERT_EQ(bo[l].bits, kern::float_to_bf16(v[l])) << std::hex << kern::float_to_bits(v[l]);
+        }
+    }
+}
