@@ -70,6 +70,42 @@ AG_INLINE void run_vectors(const Op &op, int64_t i, int64_t e, In in, Out out) {
     }
 }
 
+#if AG_VEC_BYTES == 32
+// map's bfloat16 loops in pairs of vectors (simd.h, vload_pair): all operands and out bf16.
+template <class C, class O, class... T>
+constexpr bool kPairs = std::is_same_v<C, float> && std::is_same_v<O, bf16_t> && (std::is_same_v<T, bf16_t> && ...);
+
+// out(j, a, b) for the pairs of vectors at j = i, i + 2L, ... < e (e - i a multiple of 2L), a and b
+// in vload_pair's order; in2(j) gives the inputs' pairs as two tuples. A staged op in two passes.
+template <class Op, class In2, class Out2>
+AG_INLINE void run_pairs(const Op &op, int64_t i, int64_t e, In2 in2, Out2 out2) {
+    constexpr int64_t L = lanes<float>;
+    if constexpr (is_staged<Op>) {
+        alignas(64) vf s[kStage / L];
+        for (; i < e; i += kStage) {
+            const int64_t m = std::min(e - i, kStage);
+            for (int64_t q = 0; q * L < m; q += 2) {
+                const auto [a, b] = in2(i + q * L);
+                s[q] = std::apply(op.first, a);
+                s[q + 1] = std::apply(op.first, b);
+            }
+            for (int64_t q = 0; q * L < m; q += 2) {
+                const auto [a, b] = in2(i + q * L);
+                out2(i + q * L, std::apply([&](auto... v) { return op.second(s[q], v...); }, a),
+                     std::apply([&](auto... v) { return op.second(s[q + 1], v...); }, b));
+            }
+        }
+    } else {
+        for (; i < e; i += 2 * L) {
+            const auto [a, b] = in2(i);
+            out2(i, std::apply(op, a), std::apply(op, b));
+        }
+    }
+}
+#else
+template <class C, class O, class... T> constexpr bool kPairs = false;
+#endif
+
 // True when every view has the same strides over its dims of size > 1 and those strides lay
 // the elements out densely (each element exactly once, dims in any order, strides of any sign).
 // Then view k's elements are the flat range [base, base + numel) of element offsets, in the same
@@ -207,6 +243,37 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
             if constexpr (decltype(contig)::value) {
                 const auto in = [&](int64_t j) { return std::make_tuple(vload<C>(std::get<K>(p) + j)...); };
                 int64_t i = 0;
+#if AG_VEC_BYTES == 32
+                if constexpr (kPairs<C, O, T...>) {
+                    const auto in2 = [&](int64_t j) {
+                        std::tuple<first_t<vf, T>...> a, b;
+                        (vload_pair(std::get<K>(p) + j, std::get<K>(a), std::get<K>(b)), ...);
+                        return std::make_pair(a, b);
+                    };
+                    // streaming stores want po + i at 32 bytes: up to 15 elements before, by vectors
+                    const auto mis = reinterpret_cast<uintptr_t>(po) % 32;
+                    const bool st = stream && mis % 2 == 0;
+                    const int64_t h = st ? std::min<int64_t>(n, int64_t((32 - mis) % 32 / 2)) : 0;
+                    for (; i + L <= h; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
+                    if (i < h) vstore_run(po + i, 1, h - i, op(vload_run<C>(std::get<K>(p) + i, 1, h - i)...));
+                    i = h;
+                    const int64_t pairs = i + (n - i) / (2 * L) * (2 * L);
+                    if (st) {
+                        run_pairs(op, i, pairs, in2, [&](int64_t j, vf a, vf b) {
+                            _mm256_stream_si256(reinterpret_cast<__m256i *>(po + j), bf16_pair(a, b));
+                        });
+                        sfence();
+                    } else {
+                        run_pairs(op, i, pairs, in2, [&](int64_t j, vf a, vf b) {
+                            _mm256_storeu_si256(reinterpret_cast<__m256i *>(po + j), bf16_pair(a, b));
+                        });
+                    }
+                    i = pairs;
+                    for (; i + L <= n; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
+                    if (i < n) vstore_run(po + i, 1, n - i, op(vload_run<C>(std::get<K>(p) + i, 1, n - i)...));
+                    return;
+                }
+#endif
                 if (stream && (i = aligned_head<O, C>(po, n)) >= 0) {
                     // a partial vector up to the alignment, then streaming stores
                     if (i > 0) vstore_run(po, 1, i, op(vload_run<C>(std::get<K>(p), 1, i)...));

@@ -281,23 +281,29 @@ AG_INLINE vh narrow16(vi x) {
 #endif
 }
 
+// float_to_bf16 lane-wise, before narrowing: round to nearest even, NaN kept quiet; each lane
+// < 2^16 (few operations: at 512 bits each costs one of two ports, and log_sigmoid is port-bound)
+AG_INLINE vu bf16_bits(vf v) {
+    const vu u = (vu)v, hi = u >> 16;
+    const vu r = (u + 0x7fffu + (hi & 1u)) >> 16;
+    return (vu)select(v != v, (vf)(hi | 0x40u), (vf)r);
+}
+
 template <class O, class V> AG_INLINE void vstore(O *p, V v) {
     using C = typename elem_of<V>::type;
     if constexpr (std::is_same_v<C, O>) {
         std::memcpy(p, &v, sizeof v);
     } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, bf16_t>) {
-        // float_to_bf16, lane-wise: round to nearest even, NaN kept quiet
-        // (few operations: at 512 bits each costs one of two ports, and log_sigmoid is port-bound)
-        const vu u = (vu)v, hi = u >> 16;
+        // float_to_bf16, lane-wise
 #if defined(AG_NEON)
-        // the same sums, narrowed by one shift-right-narrow (bits 16..31 kept; a NaN's quiet bit
+        // bf16_bits' sums, narrowed by one shift-right-narrow (bits 16..31 kept; a NaN's quiet bit
         // set before it)
+        const vu u = (vu)v, hi = u >> 16;
         const vu r = u + 0x7fffu + (hi & 1u);
         const vu b = (vu)select(v != v, (vf)(u | 0x400000u), (vf)r);
         vst1_u16(reinterpret_cast<uint16_t *>(p), vshrn_n_u32((uint32x4_t)b, 16));
 #else
-        const vu r = (u + 0x7fffu + (hi & 1u)) >> 16;
-        const vu b = (vu)select(v != v, (vf)(hi | 0x40u), (vf)r);  // each < 2^16
+        const vu b = bf16_bits(v);
 #if AG_VEC_BYTES == 64
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16((__m512i)b));
 #elif AG_VEC_BYTES == 32
@@ -336,6 +342,19 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
         for (int l = 0; l < lanes<C>; ++l) store(p + l, v[l]);
     }
 }
+
+#if AG_VEC_BYTES == 32
+// bfloat16 two vectors at a time (AVX2): one 256-bit load unpacked with zeros within its 128-bit
+// halves gives floats in the lane order 0-3, 8-11 (a) and 4-7, 12-15 (b); vstore_pair packs two
+// such vectors back (packus is the unpack's inverse): about half the instructions of two
+// vload/vstore, for loops where every operand and the result are in that order. Values as vstore.
+AG_INLINE void vload_pair(const bf16_t *p, vf &a, vf &b) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+    a = (vf)_mm256_unpacklo_epi16(_mm256_setzero_si256(), x);
+    b = (vf)_mm256_unpackhi_epi16(_mm256_setzero_si256(), x);
+}
+AG_INLINE __m256i bf16_pair(vf a, vf b) { return _mm256_packus_epi32((__m256i)bf16_bits(a), (__m256i)bf16_bits(b)); }
+#endif
 
 // The first m (1 <= m <= lanes<C>) elements p[0], p[s], p[2s], ...; lanes past m are 0.
 template <class C, class T> AG_INLINE vec_t<C> vload_run(const T *p, int64_t s, int64_t m) {
