@@ -70,7 +70,7 @@ AG_INLINE void run_vectors(const Op &op, int64_t i, int64_t e, In in, Out out) {
     }
 }
 
-#if AG_VEC_BYTES == 32
+#if AG_VEC_BYTES >= 32
 // map's bfloat16 loops in pairs of vectors (simd.h, vload_pair): all operands and out bf16.
 template <class C, class O, class... T>
 constexpr bool kPairs = std::is_same_v<C, float> && std::is_same_v<O, bf16_t> && (std::is_same_v<T, bf16_t> && ...);
@@ -243,29 +243,35 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
             if constexpr (decltype(contig)::value) {
                 const auto in = [&](int64_t j) { return std::make_tuple(vload<C>(std::get<K>(p) + j)...); };
                 int64_t i = 0;
-#if AG_VEC_BYTES == 32
+#if AG_VEC_BYTES >= 32
                 if constexpr (kPairs<C, O, T...>) {
                     const auto in2 = [&](int64_t j) {
                         std::tuple<first_t<vf, T>...> a, b;
                         (vload_pair(std::get<K>(p) + j, std::get<K>(a), std::get<K>(b)), ...);
                         return std::make_pair(a, b);
                     };
-                    // streaming stores want po + i at 32 bytes: up to 15 elements before, by vectors
-                    const auto mis = reinterpret_cast<uintptr_t>(po) % 32;
+                    // streaming stores want po + i aligned to a register: a few elements before, by vectors
+                    constexpr uintptr_t R = sizeof(vreg);
+                    const auto mis = reinterpret_cast<uintptr_t>(po) % R;
                     const bool st = stream && mis % 2 == 0;
-                    const int64_t h = st ? std::min<int64_t>(n, int64_t((32 - mis) % 32 / 2)) : 0;
+                    const int64_t h = st ? std::min<int64_t>(n, int64_t((R - mis) % R / 2)) : 0;
                     for (; i + L <= h; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
                     if (i < h) vstore_run(po + i, 1, h - i, op(vload_run<C>(std::get<K>(p) + i, 1, h - i)...));
                     i = h;
                     const int64_t pairs = i + (n - i) / (2 * L) * (2 * L);
                     if (st) {
                         run_pairs(op, i, pairs, in2, [&](int64_t j, vf a, vf b) {
+#if AG_VEC_BYTES == 64
+                            _mm512_stream_si512(reinterpret_cast<__m512i *>(po + j), bf16_pair(a, b));
+#else
                             _mm256_stream_si256(reinterpret_cast<__m256i *>(po + j), bf16_pair(a, b));
+#endif
                         });
                         sfence();
                     } else {
                         run_pairs(op, i, pairs, in2, [&](int64_t j, vf a, vf b) {
-                            _mm256_storeu_si256(reinterpret_cast<__m256i *>(po + j), bf16_pair(a, b));
+                            const vreg r = bf16_pair(a, b);
+                            std::memcpy(po + j, &r, sizeof r);
                         });
                     }
                     i = pairs;

@@ -343,17 +343,26 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
     }
 }
 
-#if AG_VEC_BYTES == 32
-// bfloat16 two vectors at a time (AVX2): one 256-bit load unpacked with zeros within its 128-bit
-// halves gives floats in the lane order 0-3, 8-11 (a) and 4-7, 12-15 (b); vstore_pair packs two
-// such vectors back (packus is the unpack's inverse): about half the instructions of two
+#if AG_VEC_BYTES >= 32
+// bfloat16 two vectors at a time (AVX2, AVX-512): one whole-register load unpacked with zeros
+// within its 128-bit blocks gives floats in the lane order 0-3, 8-11, ... (a) and 4-7, 12-15, ...
+// (b); vstore_pair's pack is the unpack's inverse: about half the instructions of two
 // vload/vstore, for loops where every operand and the result are in that order. Values as vstore.
+#if AG_VEC_BYTES == 64
+typedef __m512i vreg;
+#define AG_PAIR(f) _mm512_##f
+#else
+typedef __m256i vreg;
+#define AG_PAIR(f) _mm256_##f
+#endif
 AG_INLINE void vload_pair(const bf16_t *p, vf &a, vf &b) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
-    a = (vf)_mm256_unpacklo_epi16(_mm256_setzero_si256(), x);
-    b = (vf)_mm256_unpackhi_epi16(_mm256_setzero_si256(), x);
+    vreg x;
+    std::memcpy(&x, p, sizeof x);
+    a = (vf)AG_PAIR(unpacklo_epi16)(vreg{}, x);
+    b = (vf)AG_PAIR(unpackhi_epi16)(vreg{}, x);
 }
-AG_INLINE __m256i bf16_pair(vf a, vf b) { return _mm256_packus_epi32((__m256i)bf16_bits(a), (__m256i)bf16_bits(b)); }
+AG_INLINE vreg bf16_pair(vf a, vf b) { return AG_PAIR(packus_epi32)((vreg)bf16_bits(a), (vreg)bf16_bits(b)); }
+#undef AG_PAIR
 #endif
 
 // The first m (1 <= m <= lanes<C>) elements p[0], p[s], p[2s], ...; lanes past m are 0.
