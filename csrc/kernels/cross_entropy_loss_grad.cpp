@@ -70,10 +70,9 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
         // Half types: e^l over a chunk into an L1 buffer, then the output: with the conversions
         // one vector's chain of dependent operations is too long for the CPU to overlap across
         // iterations (see elementwise.h, staged). The same arithmetic per element.
-        constexpr int64_t K = 256;
-        alignas(64) V e[K / L];
-        for (int64_t c = j0; c < j1; c += K) {
-            const int64_t ce = std::min(j1, c + K);
+        alignas(64) V e[kStage / L];
+        for (int64_t c = j0; c < j1; c += kStage) {
+            const int64_t ce = std::min(j1, c + kStage);
             for (int64_t j = c, q = 0; j < ce; j += L, ++q) e[q] = vexp(vload_run<C>(l + j * lc, lc, std::min(L, ce - j)));
             for (int64_t j = c, q = 0; j < ce; j += L, ++q) {
                 const int64_t m = std::min(L, ce - j);

@@ -35,7 +35,7 @@ template <class... T>
 using common_compute_t = std::conditional_t<(std::is_same_v<T, double> || ...), double, float>;
 
 // An op in two stages: out = second(first(in...), in...). In a contiguous run map computes
-// first over a chunk of kStage elements into an L1 buffer, then second over the chunk. Why: one
+// first over a chunk of kStage (simd.h) elements into an L1 buffer, then second over the chunk. Why: one
 // vector's long chain of dependent operations (an e^x, then a division) outgrows what the CPU's
 // out-of-order window can overlap across iterations; two shorter loops run at the ports' speed.
 // Every element gets the same operations as with the fused op.
@@ -47,8 +47,6 @@ template <class F, class S> struct staged {
 template <class F, class S> staged(F, S) -> staged<F, S>;
 template <class Op> constexpr bool is_staged = false;
 template <class F, class S> constexpr bool is_staged<staged<F, S>> = true;
-
-constexpr int64_t kStage = 256;
 
 namespace detail {
 
@@ -274,11 +272,8 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
                             std::memcpy(po + j, &r, sizeof r);
                         });
                     }
-                    i = pairs;
-                    for (; i + L <= n; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
-                    if (i < n) vstore_run(po + i, 1, n - i, op(vload_run<C>(std::get<K>(p) + i, 1, n - i)...));
-                    return;
-                }
+                    i = pairs;  // (at most one full vector left, done below)
+                } else
 #endif
                 if (stream && (i = aligned_head<O, C>(po, n)) >= 0) {
                     // a partial vector up to the alignment, then streaming stores
@@ -291,6 +286,7 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
                     i = n / L * L;
                     run_vectors<C>(op, 0, i, in, [&](int64_t j, vec_t<C> r) { vstore(po + j, r); });
                 }
+                for (; i + L <= n; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
                 if (i < n) vstore_run(po + i, 1, n - i, op(vload_run<C>(std::get<K>(p) + i, 1, n - i)...));
             } else {
                 // steps in locals: the vector stores may alias anything in memory, so values read

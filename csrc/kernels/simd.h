@@ -36,6 +36,10 @@ inline namespace AG_ISA_NS {
 
 #define AG_INLINE inline __attribute__((always_inline))
 
+// Elements per chunk of a loop run in two passes (an L1 buffer of intermediates between them):
+// see elementwise.h, staged.
+constexpr int64_t kStage = 256;
+
 #if defined(__AVX512F__)
 #define AG_VEC_BYTES 64
 #elif defined(__AVX2__)
@@ -196,7 +200,8 @@ AG_INLINE vd fmadd(vd a, vd b, vd c) {
 // e^x in double, about 1 ulp: n = round(x / ln 2), r = x - n ln 2 (fdlibm's two constants, the
 // first with n ln2_hi exact), e^r = 1 + (r + r^2 q(r)), q the Taylor series to r^13 / 13! (the
 // truncation is < 2^-57 relative for |r| <= ln 2 / 2); 2^n applied in two halves so that results in
-// the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf.
+// the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf. (NonPos: as the
+// float one's, for generic callers; the same code either way.)
 template <bool NonPos = false> AG_INLINE vd vexp(vd x) {
     x = vmin_keep_nan(splat<vd>(709.79), x);    // e^709.79 overflows to inf below
     x = vmax_keep_nan(splat<vd>(-745.2), x);    // e^-745.2 rounds to 0 below

@@ -101,6 +101,11 @@ PyObject *numpy_type(const char *name) {  // numpy.integer, numpy.floating, nump
     return py::object(numpy().attr(name)).release().ptr();
 }
 
+PyObject *numpy_generic() {  // numpy.generic: NumPy's scalar types
+    static PyObject *t = numpy_type("generic");
+    return t;
+}
+
 }  // namespace
 
 void raise_status(int status, const ArgNames *names) {
@@ -125,10 +130,9 @@ int64_t int_arg(py::handle v, const char *name) {
 }
 
 double float_arg(py::handle v, const char *name) {
-    static PyObject *generic = numpy_type("generic");
     PyObject *p = v.ptr();
     bool real = !PyBool_Check(p) && (PyFloat_Check(p) || PyLong_Check(p));
-    if (!real && PyObject_IsInstance(p, generic) == 1) {  // a NumPy scalar: integer or float (bfloat16 too)
+    if (!real && PyObject_IsInstance(p, numpy_generic()) == 1) {  // a NumPy scalar: integer or float (bfloat16 too)
         const aclDataType t = acl_dtype(py::reinterpret_borrow<py::object>(v).attr("dtype").cast<py::dtype>());
         real = t != ACL_BOOL && t != ACL_COMPLEX64 && t != ACL_COMPLEX128 && t != ACL_DT_UNDEFINED;
     }
@@ -222,11 +226,10 @@ std::vector<int64_t> shape_of(const py::array &a) { return {a.shape(), a.shape()
 
 py::array as_input(py::handle obj, const char *name) {
     if (obj.is_none()) throw py::type_error(std::string(name) + " must be an array of numbers, not None");
-    static PyObject *generic = numpy_type("generic");
     py::object o;  // (not a py::array: a default one is an empty array, not null)
     if (py::isinstance<py::array>(obj))
         o = py::reinterpret_borrow<py::object>(obj);
-    else if (PyFloat_CheckExact(obj.ptr()) || PyLong_CheckExact(obj.ptr()) || PyObject_IsInstance(obj.ptr(), generic) == 1)
+    else if (PyFloat_CheckExact(obj.ptr()) || PyLong_CheckExact(obj.ptr()) || PyObject_IsInstance(obj.ptr(), numpy_generic()) == 1)
         o = py::array::ensure(obj);  // a number: numpy.asarray's result, without a Python-level call
     if (!o) o = interop().attr("asarray")(obj);
     py::array a = o.cast<py::array>();
@@ -239,11 +242,10 @@ py::array as_input(py::handle obj, const char *name) {
 }
 
 bool is_weak(py::handle obj) {
-    static PyObject *generic = numpy_type("generic");
     PyObject *p = obj.ptr();
     if (!(PyLong_Check(p) || PyFloat_Check(p) || PyComplex_Check(p) || PyList_Check(p) || PyTuple_Check(p)))
         return false;  // arrays, tensors: the common case, decided without a call into NumPy
-    return PyObject_IsInstance(p, generic) != 1;  // np.float64 is a float too
+    return PyObject_IsInstance(p, numpy_generic()) != 1;  // np.float64 is a float too
 }
 
 py::array as_input_like(py::handle obj, const char *name, const py::array &like) {
@@ -364,13 +366,7 @@ py::array new_array(const std::vector<int64_t> &shape, const py::dtype &dt) {
         give(*k);
         delete k;
     });
-    std::vector<py::ssize_t> strides(sh.size());
-    py::ssize_t st = dt.itemsize();
-    for (size_t i = sh.size(); i-- > 0;) {
-        strides[i] = st;
-        st *= sh[i];
-    }
-    return py::array(dt, sh, strides, b->p, owner);
+    return py::array(dt, sh, b->p, owner);  // C order
 }
 
 aclTensor *tensor_arg(py::handle obj, const char *name) {
