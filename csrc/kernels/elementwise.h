@@ -68,7 +68,7 @@ AG_INLINE void run_vectors(const Op &op, int64_t i, int64_t e, In in, Out out) {
     }
 }
 
-#if AG_VEC_BYTES >= 32
+#if defined(__SSE2__)
 // map's bfloat16 loops in pairs of vectors (simd.h, vload_pair): all operands and out bf16.
 template <class C, class O, class... T>
 constexpr bool kPairs = std::is_same_v<C, float> && std::is_same_v<O, bf16_t> && (std::is_same_v<T, bf16_t> && ...);
@@ -241,7 +241,7 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
             if constexpr (decltype(contig)::value) {
                 const auto in = [&](int64_t j) { return std::make_tuple(vload<C>(std::get<K>(p) + j)...); };
                 int64_t i = 0;
-#if AG_VEC_BYTES >= 32
+#if defined(__SSE2__)
                 if constexpr (kPairs<C, O, T...>) {
                     const auto in2 = [&](int64_t j) {
                         std::tuple<first_t<vf, T>...> a, b;
@@ -258,13 +258,7 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
                     i = h;
                     const int64_t pairs = i + (n - i) / (2 * L) * (2 * L);
                     if (st) {
-                        run_pairs(op, i, pairs, in2, [&](int64_t j, vf a, vf b) {
-#if AG_VEC_BYTES == 64
-                            _mm512_stream_si512(reinterpret_cast<__m512i *>(po + j), bf16_pair(a, b));
-#else
-                            _mm256_stream_si256(reinterpret_cast<__m256i *>(po + j), bf16_pair(a, b));
-#endif
-                        });
+                        run_pairs(op, i, pairs, in2, [&](int64_t j, vf a, vf b) { stream_reg(po + j, bf16_pair(a, b)); });
                         sfence();
                     } else {
                         run_pairs(op, i, pairs, in2, [&](int64_t j, vf a, vf b) {

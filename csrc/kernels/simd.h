@@ -238,6 +238,9 @@ template <class C, class T> AG_INLINE vec_t<C> vload(const T *p) {
         v = (vf)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))), 16);
 #elif defined(AG_NEON)
         v = (vf)vshll_n_u16(vld1_u16(reinterpret_cast<const uint16_t *>(p)), 16);
+#elif defined(__SSE2__)
+        // into each lane's high half: one unpack with zeros
+        v = (vf)_mm_unpacklo_epi16(_mm_setzero_si128(), _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
 #else
         vh h;
         std::memcpy(&h, p, sizeof h);
@@ -286,13 +289,14 @@ AG_INLINE vh narrow16(vi x) {
 #endif
 }
 
-// float_to_bf16 lane-wise, before narrowing: round to nearest even, NaN kept quiet; each lane
-// < 2^16 (few operations: at 512 bits each costs one of two ports, and log_sigmoid is port-bound)
-AG_INLINE vu bf16_bits(vf v) {
-    const vu u = (vu)v, hi = u >> 16;
-    const vu r = (u + 0x7fffu + (hi & 1u)) >> 16;
-    return (vu)select(v != v, (vf)(hi | 0x40u), (vf)r);
+// float_to_bf16 lane-wise, before narrowing: the bfloat16 in each lane's high half (round to
+// nearest even, NaN kept quiet), the low half garbage (few operations: at 512 bits each costs one
+// of two ports, and log_sigmoid is port-bound)
+AG_INLINE vu bf16_rounded(vf v) {
+    const vu u = (vu)v;
+    return (vu)select(v != v, (vf)(u | 0x400000u), (vf)(u + 0x7fffu + ((u >> 16) & 1u)));
 }
+AG_INLINE vu bf16_bits(vf v) { return bf16_rounded(v) >> 16; }
 
 template <class O, class V> AG_INLINE void vstore(O *p, V v) {
     using C = typename elem_of<V>::type;
@@ -301,23 +305,21 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
     } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, bf16_t>) {
         // float_to_bf16, lane-wise
 #if defined(AG_NEON)
-        // bf16_bits' sums, narrowed by one shift-right-narrow (bits 16..31 kept; a NaN's quiet bit
-        // set before it)
-        const vu u = (vu)v, hi = u >> 16;
-        const vu r = u + 0x7fffu + (hi & 1u);
-        const vu b = (vu)select(v != v, (vf)(u | 0x400000u), (vf)r);
-        vst1_u16(reinterpret_cast<uint16_t *>(p), vshrn_n_u32((uint32x4_t)b, 16));
-#else
-        const vu b = bf16_bits(v);
-#if AG_VEC_BYTES == 64
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16((__m512i)b));
+        // narrowed by one shift-right-narrow (bits 16..31 kept)
+        vst1_u16(reinterpret_cast<uint16_t *>(p), vshrn_n_u32((uint32x4_t)bf16_rounded(v), 16));
+#elif AG_VEC_BYTES == 64
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16((__m512i)bf16_bits(v)));
 #elif AG_VEC_BYTES == 32
-        const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32((__m256i)b, (__m256i)b), 0xd8);
+        const __m256i b = (__m256i)bf16_bits(v);
+        const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(b, b), 0xd8);
         _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_castsi256_si128(h));
+#elif defined(__SSE2__)
+        // high halves shifted down arithmetically: SSE2's signed pack keeps them exactly
+        const __m128i b = _mm_srai_epi32((__m128i)bf16_rounded(v), 16);
+        _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_packs_epi32(b, b));
 #else
-        const vh h = narrow16((vi)b);
+        const vh h = narrow16((vi)bf16_bits(v));
         std::memcpy(p, &h, sizeof h);
-#endif
 #endif
 #if AG_VEC_BYTES == 64
     } else if constexpr (std::is_same_v<C, float> && std::is_same_v<O, half_t>) {
@@ -348,17 +350,23 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
     }
 }
 
-#if AG_VEC_BYTES >= 32
-// bfloat16 two vectors at a time (AVX2, AVX-512): one whole-register load unpacked with zeros
-// within its 128-bit blocks gives floats in the lane order 0-3, 8-11, ... (a) and 4-7, 12-15, ...
-// (b); vstore_pair's pack is the unpack's inverse: about half the instructions of two
-// vload/vstore, for loops where every operand and the result are in that order. Values as vstore.
+#if defined(__SSE2__)
+// bfloat16 two vectors at a time (x86): one whole-register load unpacked with zeros within its
+// 128-bit blocks gives floats in the lane order 0-3, 8-11, ... (a) and 4-7, 12-15, ... (b);
+// bf16_pair's pack is the unpack's inverse: about half the instructions of two vload/vstore, for
+// loops where every operand and the result are in that order. Values as vstore.
 #if AG_VEC_BYTES == 64
 typedef __m512i vreg;
 #define AG_PAIR(f) _mm512_##f
-#else
+AG_INLINE void stream_reg(void *p, vreg r) { _mm512_stream_si512(reinterpret_cast<__m512i *>(p), r); }
+#elif AG_VEC_BYTES == 32
 typedef __m256i vreg;
 #define AG_PAIR(f) _mm256_##f
+AG_INLINE void stream_reg(void *p, vreg r) { _mm256_stream_si256(reinterpret_cast<__m256i *>(p), r); }
+#else
+typedef __m128i vreg;
+#define AG_PAIR(f) _mm_##f
+AG_INLINE void stream_reg(void *p, vreg r) { _mm_stream_si128(reinterpret_cast<__m128i *>(p), r); }
 #endif
 AG_INLINE void vload_pair(const bf16_t *p, vf &a, vf &b) {
     vreg x;
@@ -366,7 +374,10 @@ AG_INLINE void vload_pair(const bf16_t *p, vf &a, vf &b) {
     a = (vf)AG_PAIR(unpacklo_epi16)(vreg{}, x);
     b = (vf)AG_PAIR(unpackhi_epi16)(vreg{}, x);
 }
-AG_INLINE vreg bf16_pair(vf a, vf b) { return AG_PAIR(packus_epi32)((vreg)bf16_bits(a), (vreg)bf16_bits(b)); }
+// (high halves shifted down arithmetically: the signed pack, SSE2's only one, keeps them exactly)
+AG_INLINE vreg bf16_pair(vf a, vf b) {
+    return AG_PAIR(packs_epi32)(AG_PAIR(srai_epi32)((vreg)bf16_rounded(a), 16), AG_PAIR(srai_epi32)((vreg)bf16_rounded(b), 16));
+}
 #undef AG_PAIR
 #endif
 
@@ -395,9 +406,9 @@ template <class O, class C> constexpr int64_t stream_bytes = int64_t(sizeof(O)) 
 
 // vstore bypassing the caches (a non-temporal store): a large output would not stay in cache
 // anyway, and the store then does not read each line before writing it. The portable build has
-// no such store for every width: it stores normally. Needs sfence() before others read p.
+// no such store: it stores normally, as x86 does below 16 bytes. Needs sfence() before others read p.
 template <class O, class V> AG_INLINE void vstream(O *p, V v) {
-#if AG_VEC_BYTES >= 32
+#if defined(__SSE2__)
     using C = typename elem_of<V>::type;
     constexpr int64_t B = stream_bytes<O, C>;
     alignas(64) O buf[lanes<C>];
@@ -405,15 +416,17 @@ template <class O, class V> AG_INLINE void vstream(O *p, V v) {
     if constexpr (B == 64) {
 #if AG_VEC_BYTES == 64
         _mm512_stream_si512(reinterpret_cast<__m512i *>(p), _mm512_load_si512(buf));
-#else  // (AVX2: a float vector into double)
+#elif AG_VEC_BYTES == 32  // (a float vector into double)
         for (int h = 0; h < 2; ++h)
             _mm256_stream_si256(reinterpret_cast<__m256i *>(p) + h, _mm256_load_si256(reinterpret_cast<const __m256i *>(buf) + h));
 #endif
     } else if constexpr (B == 32) {
+#if AG_VEC_BYTES >= 32
         _mm256_stream_si256(reinterpret_cast<__m256i *>(p), _mm256_load_si256(reinterpret_cast<const __m256i *>(buf)));
+#endif
     } else if constexpr (B == 16) {
         _mm_stream_si128(reinterpret_cast<__m128i *>(p), _mm_load_si128(reinterpret_cast<const __m128i *>(buf)));
-    } else {  // (8 bytes: a double vector of AVX2 into a half type)
+    } else {  // (a double vector into a half type: 8 bytes with AVX2, 4 with SSE2; a float one into a half type with SSE2)
         std::memcpy(p, buf, sizeof buf);
     }
 #else
@@ -423,7 +436,7 @@ template <class O, class V> AG_INLINE void vstream(O *p, V v) {
 
 // Orders earlier non-temporal stores before later stores (a thread's last act after vstream).
 AG_INLINE void sfence() {
-#if AG_VEC_BYTES >= 32
+#if defined(__SSE2__)
     _mm_sfence();
 #endif
 }
