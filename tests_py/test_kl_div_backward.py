@@ -290,3 +290,23 @@ def test_raw_on_a_stream():
         assert aclnn.kl_div_backward(None, ws, ex, stream) == S.SUCCESS
         assert stream.synchronize() == S.SUCCESS
     np.testing.assert_array_equal(out, [[-4, -9], [-25, -64]])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 37, 4099, 3_000_017])  # past a vector, and past the streaming-store size
+def test_broadcast_gradient_bitwise_as_materialized(dtype, n):
+    # a broadcast input is read in the same vector loops as a contiguous one: same bits
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((2, n)) * 5).astype(dtype)
+    t = rng.uniform(-3, 1, (2, n)).astype(dtype)
+    x.flat[::97], t.flat[::89] = np.nan, np.inf
+    for g in (np.array(-1.75, dtype), rng.standard_normal((2, 1)).astype(dtype), rng.standard_normal(n).astype(dtype)):
+        full = np.broadcast_to(g, x.shape)
+        for lt in (False, True):
+            for off in (0, 1):  # (the output's alignment)
+                want = ascendgrad.kl_div_backward(full.copy()[:, off:], x[:, off:], t[:, off:], "none", lt)
+                got = ascendgrad.kl_div_backward(full[:, off:], x[:, off:], t[:, off:], "none", lt)
+                assert got.tobytes() == want.tobytes()
+                if g.ndim == 0:
+                    got = ascendgrad.kl_div_backward(g, x[:, off:], t[:, off:], "sum", lt)
+                    assert got.tobytes() == want.tobytes()

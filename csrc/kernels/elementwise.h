@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <tuple>
@@ -222,89 +223,124 @@ template <class O, class C> AG_INLINE int64_t aligned_head(const O *po, int64_t 
     return bytes % int64_t(sizeof(O)) == 0 && h < n ? h : -1;
 }
 
+// Whether a vector of T converts in a few instructions (a half without F16C or NEON takes a dozen):
+// an input broadcast along a run is then read like a contiguous one, else converted once per run.
+#if defined(__F16C__) || defined(__AVX512F__) || defined(AG_NEON)
+template <class T> constexpr bool kCheapLoad = true;
+#else
+template <class T> constexpr bool kCheapLoad = !std::is_same_v<T, half_t>;
+#endif
+
 template <class C, class O, class... T, class Op, std::size_t... K>
 void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op) {
     constexpr int N = 1 + int(sizeof...(T));
+    constexpr int64_t L = lanes<C>;
     O *const o = reinterpret_cast<O *>(out.data);
     const std::tuple<const T *...> src{reinterpret_cast<const T *>(in[K].data)...};
     const View v[N] = {out, broadcast_to(in[K], out.shape, out.ndim)...};
     // streaming stores for outputs well past the caches a thread has to itself
     const bool stream = out.numel() * int64_t(sizeof(O)) >= kStreamMin;
-    // flatten: op and what it calls inlined into the loops (GCC otherwise keeps some ops out of
-    // line, a call per vector)
+    using P = std::tuple<const T *...>;
+
+    // A run with out contiguous, each input contiguous (mask -1) or broadcast along it (mask 0:
+    // p points at its element repeated, read at offset j & 0 for every j). One instantiation
+    // (noinline) for both; flatten: op and what it calls inlined into the loops (GCC otherwise
+    // keeps some ops out of line, a call per vector).
+    const auto unit = [&](O *po, const auto &pin, const int64_t *mask, int64_t n) __attribute__((flatten, noinline)) {
+        const Op f = op;
+        const auto p = pin;  // (auto: instantiated only where op takes vectors)
+        const int64_t mk[] = {mask[K]...};
+        const auto in = [&](int64_t j) { return std::make_tuple(vload<C>(std::get<K>(p) + (j & mk[K]))...); };
+        const auto tail = [&](int64_t j, int64_t m) { return f(vload_run<C>(std::get<K>(p) + (j & mk[K]), 1, m)...); };
+        int64_t i = 0;
+#if defined(__SSE2__)
+        if constexpr (kPairs<C, O, T...>) {
+            const auto in2 = [&](int64_t j) {
+                std::tuple<first_t<vf, T>...> a, b;
+                (vload_pair(std::get<K>(p) + (j & mk[K]), std::get<K>(a), std::get<K>(b)), ...);
+                return std::make_pair(a, b);
+            };
+            // streaming stores want po + i aligned to a register: a few elements before, by vectors
+            constexpr uintptr_t R = sizeof(vreg);
+            const auto mis = reinterpret_cast<uintptr_t>(po) % R;
+            const bool st = stream && mis % 2 == 0;
+            const int64_t h = st ? std::min<int64_t>(n, int64_t((R - mis) % R / 2)) : 0;
+            for (; i + L <= h; i += L) vstore(po + i, std::apply(f, in(i)));
+            if (i < h) vstore_run(po + i, 1, h - i, tail(i, h - i));
+            i = h;
+            const int64_t pairs = i + (n - i) / (2 * L) * (2 * L);
+            if (st) {
+                run_pairs(f, i, pairs, in2, [&](int64_t j, vf a, vf b) { stream_reg(po + j, bf16_pair(a, b)); });
+                sfence();
+            } else {
+                run_pairs(f, i, pairs, in2, [&](int64_t j, vf a, vf b) {
+                    const vreg r = bf16_pair(a, b);
+                    std::memcpy(po + j, &r, sizeof r);
+                });
+            }
+            i = pairs;  // (at most one full vector left, done below)
+        } else
+#endif
+        if (stream && (i = aligned_head<O, C>(po, n)) >= 0) {
+            // a partial vector up to the alignment, then streaming stores
+            if (i > 0) vstore_run(po, 1, i, tail(0, i));
+            const int64_t e = i + (n - i) / L * L;
+            run_vectors<C>(f, i, e, in, [&](int64_t j, vec_t<C> r) { vstream(po + j, r); });
+            sfence();
+            i = e;
+        } else {
+            i = n / L * L;
+            run_vectors<C>(f, 0, i, in, [&](int64_t j, vec_t<C> r) { vstore(po + j, r); });
+        }
+        for (; i + L <= n; i += L) vstore(po + i, std::apply(f, in(i)));
+        if (i < n) vstore_run(po + i, 1, n - i, tail(i, n - i));
+    };
+
+    // Any other run: vectors gathered and scattered by steps.
+    const auto strided = [&](O *po, const auto &pin, int64_t so, const int64_t *step, int64_t n) __attribute__((flatten, noinline)) {
+        const Op f = op;
+        const auto p = pin;  // (auto: instantiated only where op takes vectors)
+        // steps in locals: the vector stores may alias anything in memory, so values read
+        // through pointers would be reloaded after each one
+        const int64_t si[] = {step[K]...};
+        // a broadcast input (step 0) converted once per run
+        const vec_t<C> bc[] = {(si[K] == 0 ? splat<vec_t<C>>(load<C>(std::get<K>(p))) : vec_t<C>{})...};
+        const auto in = [&](auto k, int64_t i, int64_t m) {
+            constexpr std::size_t q = decltype(k)::value;
+            return si[q] == 0 ? bc[q] : vload_run<C>(std::get<q>(p) + i * si[q], si[q], m);
+        };
+        int64_t i = 0;
+        if (stream && so == 1) {  // (an input strided along the run, out contiguous)
+            const int64_t h = aligned_head<O, C>(po, n);
+            if (h >= 0) {
+                if (h > 0) vstore_run(po, 1, h, f(in(std::integral_constant<std::size_t, K>{}, 0, h)...));
+                for (i = h; i + L <= n; i += L) vstream(po + i, f(in(std::integral_constant<std::size_t, K>{}, i, L)...));
+                sfence();
+            }
+        }
+        for (; i < n; i += L) {
+            const int64_t m = std::min(L, n - i);
+            vstore_run(po + i * so, so, m, f(in(std::integral_constant<std::size_t, K>{}, i, m)...));
+        }
+    };
+
     for_each_run<N>(v, [&](auto contig, const int64_t *off, const int64_t *step, int64_t n) __attribute__((flatten)) {
         O *const po = o + off[0];
-        const std::tuple<const T *...> p{std::get<K>(src) + off[K + 1]...};
+        const P p{std::get<K>(src) + off[K + 1]...};
         if constexpr (std::is_invocable_v<Op &, first_t<vec_t<C>, T>...>) {
             // vectors of lanes<C> elements; a run's tail is a partial vector, same arithmetic
-            constexpr int64_t L = lanes<C>;
             if constexpr (decltype(contig)::value) {
-                const auto in = [&](int64_t j) { return std::make_tuple(vload<C>(std::get<K>(p) + j)...); };
-                int64_t i = 0;
-#if defined(__SSE2__)
-                if constexpr (kPairs<C, O, T...>) {
-                    const auto in2 = [&](int64_t j) {
-                        std::tuple<first_t<vf, T>...> a, b;
-                        (vload_pair(std::get<K>(p) + j, std::get<K>(a), std::get<K>(b)), ...);
-                        return std::make_pair(a, b);
-                    };
-                    // streaming stores want po + i aligned to a register: a few elements before, by vectors
-                    constexpr uintptr_t R = sizeof(vreg);
-                    const auto mis = reinterpret_cast<uintptr_t>(po) % R;
-                    const bool st = stream && mis % 2 == 0;
-                    const int64_t h = st ? std::min<int64_t>(n, int64_t((R - mis) % R / 2)) : 0;
-                    for (; i + L <= h; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
-                    if (i < h) vstore_run(po + i, 1, h - i, op(vload_run<C>(std::get<K>(p) + i, 1, h - i)...));
-                    i = h;
-                    const int64_t pairs = i + (n - i) / (2 * L) * (2 * L);
-                    if (st) {
-                        run_pairs(op, i, pairs, in2, [&](int64_t j, vf a, vf b) { stream_reg(po + j, bf16_pair(a, b)); });
-                        sfence();
-                    } else {
-                        run_pairs(op, i, pairs, in2, [&](int64_t j, vf a, vf b) {
-                            const vreg r = bf16_pair(a, b);
-                            std::memcpy(po + j, &r, sizeof r);
-                        });
-                    }
-                    i = pairs;  // (at most one full vector left, done below)
-                } else
-#endif
-                if (stream && (i = aligned_head<O, C>(po, n)) >= 0) {
-                    // a partial vector up to the alignment, then streaming stores
-                    if (i > 0) vstore_run(po, 1, i, op(vload_run<C>(std::get<K>(p), 1, i)...));
-                    const int64_t e = i + (n - i) / L * L;
-                    run_vectors<C>(op, i, e, in, [&](int64_t j, vec_t<C> r) { vstream(po + j, r); });
-                    sfence();
-                    i = e;
-                } else {
-                    i = n / L * L;
-                    run_vectors<C>(op, 0, i, in, [&](int64_t j, vec_t<C> r) { vstore(po + j, r); });
-                }
-                for (; i + L <= n; i += L) vstore(po + i, op(vload<C>(std::get<K>(p) + i)...));
-                if (i < n) vstore_run(po + i, 1, n - i, op(vload_run<C>(std::get<K>(p) + i, 1, n - i)...));
+                const int64_t all[] = {(void(K), int64_t(-1))...};
+                unit(po, p, all, n);
+            } else if (step[0] == 1 && (((step[K + 1] == 0 && kCheapLoad<T>) || step[K + 1] == 1) && ...)) {
+                // (an input broadcast along the run: a scalar gradient, say)
+                std::tuple<std::array<T, 2 * lanes<C>>...> rep;
+                (std::get<K>(rep).fill(step[K + 1] == 0 ? *std::get<K>(p) : T{}), ...);
+                const P q{(step[K + 1] == 0 ? std::get<K>(rep).data() : std::get<K>(p))...};
+                const int64_t mask[] = {(step[K + 1] == 0 ? int64_t(0) : int64_t(-1))...};
+                unit(po, q, mask, n);
             } else {
-                // steps in locals: the vector stores may alias anything in memory, so values read
-                // through pointers would be reloaded after each one
-                const int64_t so = step[0], si[] = {step[K + 1]...};
-                // a broadcast input (step 0) converted once per run
-                const vec_t<C> bc[] = {(si[K] == 0 ? splat<vec_t<C>>(load<C>(std::get<K>(p))) : vec_t<C>{})...};
-                const auto in = [&](auto k, int64_t i, int64_t m) {
-                    constexpr std::size_t q = decltype(k)::value;
-                    return si[q] == 0 ? bc[q] : vload_run<C>(std::get<q>(p) + i * si[q], si[q], m);
-                };
-                int64_t i = 0;
-                if (stream && so == 1) {  // (an input broadcast along the run, out contiguous)
-                    const int64_t h = aligned_head<O, C>(po, n);
-                    if (h >= 0) {
-                        if (h > 0) vstore_run(po, 1, h, op(in(std::integral_constant<std::size_t, K>{}, 0, h)...));
-                        for (i = h; i + L <= n; i += L) vstream(po + i, op(in(std::integral_constant<std::size_t, K>{}, i, L)...));
-                        sfence();
-                    }
-                }
-                for (; i < n; i += L) {
-                    const int64_t m = std::min(L, n - i);
-                    vstore_run(po + i * so, so, m, op(in(std::integral_constant<std::size_t, K>{}, i, m)...));
-                }
+                strided(po, p, step[0], step + 1, n);
             }
         } else if constexpr (decltype(contig)::value) {
             for (int64_t i = 0; i < n; ++i) store(po + i, op(load<C>(std::get<K>(p) + i)...));
