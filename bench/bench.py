@@ -19,8 +19,8 @@ cross entropy also with label smoothing) it times:
 in two modes (see shared notes on calibration): "kernel", every output preallocated (out=; where
 PyTorch needs temporaries they are preallocated too), and "end to end", the call allocates its
 result as users call it, timed twice: results freed after each call, and results kept alive (as a
-notebook keeps them; fresh pages every call). Repetitions are interleaved (ours, torch, copy, alloc,
-ours, ...) and medians reported. Bandwidth = the bytes the operator must move at least (each input read once, the output
+notebook keeps them; fresh pages every call). Repetitions are interleaved, the order rotating each
+time (ours, torch, copy, alloc; torch, copy, alloc, ours; ...), and medians reported. Bandwidth = the bytes the operator must move at least (each input read once, the output
 written once) / kernel time, as a fraction of the copy's (bytes read + written) / time.
 
 Every ISA path the CPU has runs side by side (one process each: ASCENDGRAD_ISA=baseline|avx2|...
@@ -340,8 +340,12 @@ def time_interleaved(fns, reps, keep=False):
     for f in fns:
         if f:
             f()  # warm up: first touch, caches
-    for _ in range(reps):
-        for i, f in enumerate(fns):
+    n = len(fns)
+    for rep in range(reps):
+        # the order rotates each repetition, so that no call always follows the same other one
+        # (whose freed or fresh pages, or spinning threads, it would inherit)
+        for i in [(rep + k) % n for k in range(n)]:
+            f = fns[i]
             if f:
                 # both libraries' OpenMP runtimes (two copies: torch bundles its own) spin for a
                 # while after a parallel region; a pause lets the other one's threads go idle so
