@@ -19,9 +19,10 @@ cross entropy also with label smoothing) it times:
 in two modes (see shared notes on calibration): "kernel", every output preallocated (out=; where
 PyTorch needs temporaries they are preallocated too), and "end to end", the call allocates its
 result as users call it, timed twice: results freed after each call, and results kept alive (as a
-notebook keeps them; fresh pages every call). Repetitions are interleaved, the order rotating each
-time (ours, torch, copy, alloc; torch, copy, alloc, ours; ...), and medians reported. Bandwidth = the bytes the operator must move at least (each input read once, the output
-written once) / kernel time, as a fraction of the copy's (bytes read + written) / time.
+notebook keeps them; fresh pages every call). Repetitions are interleaved, in a new (seeded
+random) order each time, and medians reported. Bandwidth =
+the bytes the operator must move at least (each input read once, the output written once) /
+kernel time, as a fraction of the copy's (bytes read + written) / time.
 
 Every ISA path the CPU has runs side by side (one process each: ASCENDGRAD_ISA=baseline|avx2|...
 for ours, ATEN_CPU_CAPABILITY=default|avx2|avx512 for PyTorch's matching kernels); each row records
@@ -46,6 +47,7 @@ import gc
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import statistics
@@ -340,11 +342,12 @@ def time_interleaved(fns, reps, keep=False):
     for f in fns:
         if f:
             f()  # warm up: first touch, caches
-    n = len(fns)
-    for rep in range(reps):
-        # the order rotates each repetition, so that no call always follows the same other one
-        # (whose freed or fresh pages, or spinning threads, it would inherit)
-        for i in [(rep + k) % n for k in range(n)]:
+    order, shuffle = list(range(len(fns))), random.Random(0).shuffle
+    for _ in range(reps):
+        # a new order each repetition, so that no call always follows the same other one (whose
+        # data in the caches, freed or fresh pages, or spinning threads it would inherit)
+        shuffle(order)
+        for i in order:
             f = fns[i]
             if f:
                 # both libraries' OpenMP runtimes (two copies: torch bundles its own) spin for a
