@@ -245,7 +245,9 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
     // A run with out contiguous, each input contiguous (mask -1) or broadcast along it (mask 0:
     // p points at its element repeated, read at offset j & 0 for every j). One instantiation
     // (noinline) for both; flatten: op and what it calls inlined into the loops (GCC otherwise
-    // keeps some ops out of line, a call per vector).
+    // keeps some ops out of line, a call per vector). op and the pointers are copied into locals:
+    // the stores may alias anything in memory, so what is read through a reference is reloaded
+    // after each one.
     const auto unit = [&](O *po, const auto &pin, const int64_t *mask, int64_t n) __attribute__((flatten, noinline)) {
         const Op f = op;
         const auto p = pin;  // (auto: instantiated only where op takes vectors)
@@ -298,10 +300,8 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
 
     // Any other run: vectors gathered and scattered by steps.
     const auto strided = [&](O *po, const auto &pin, int64_t so, const int64_t *step, int64_t n) __attribute__((flatten, noinline)) {
-        const Op f = op;
-        const auto p = pin;  // (auto: instantiated only where op takes vectors)
-        // steps in locals: the vector stores may alias anything in memory, so values read
-        // through pointers would be reloaded after each one
+        const Op f = op;  // (locals, as in unit)
+        const auto p = pin;
         const int64_t si[] = {step[K]...};
         // a broadcast input (step 0) converted once per run
         const vec_t<C> bc[] = {(si[K] == 0 ? splat<vec_t<C>>(load<C>(std::get<K>(p))) : vec_t<C>{})...};
