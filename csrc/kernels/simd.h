@@ -158,6 +158,18 @@ template <bool NonPos = false> AG_INLINE vf vexp(vf x) {
 #if AG_VEC_BYTES == 64
     return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)n);  // p 2^n, rounded once: the same
 #else
+#if defined(__SSE2__)
+    // Where every lane's p 2^n is normal (p in [0.7, 1.5), n in [-125, 127]), n added to p's exponent:
+    // the same bits as the multiplications below, two fewer operations on the FMA ports. n << 23
+    // is t's low bits shifted (those of `round` shift out); NaN fails the test.
+    const vi fast = NonPos ? (x >= -86.5f) : (x >= -86.5f) & (x <= 88.0f);
+#if AG_VEC_BYTES == 32
+    const bool all_fast = _mm256_movemask_ps((__m256)fast) == 0xff;
+#else
+    const bool all_fast = _mm_movemask_ps((__m128)fast) == 0xf;
+#endif
+    if (__builtin_expect(all_fast, 1)) return (vf)((vi)p + ((vi)t << 23));
+#endif
     if constexpr (NonPos) {
         // n in [-150, 0]: p 2^(n + 64) is exact (normal), and * 2^-64 rounds once, as below. n + 191
         // is in t's low mantissa bits (those of `round` above bit 22 shift out).
