@@ -335,7 +335,7 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
             } else if (step[0] == 1 && (((step[K + 1] == 0 && kCheapLoad<T>) || step[K + 1] == 1) && ...)) {
                 // (an input broadcast along the run: a scalar gradient, say)
                 std::tuple<std::array<T, 2 * lanes<C>>...> rep;
-                (std::get<K>(rep).fill(step[K + 1] == 0 ? *std::get<K>(p) : T{}), ...);
+                ((step[K + 1] == 0 ? std::get<K>(rep).fill(*std::get<K>(p)) : void()), ...);
                 const P q{(step[K + 1] == 0 ? std::get<K>(rep).data() : std::get<K>(p))...};
                 const int64_t mask[] = {(step[K + 1] == 0 ? int64_t(0) : int64_t(-1))...};
                 unit(po, q, mask, n);

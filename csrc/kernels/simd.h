@@ -310,6 +310,37 @@ AG_INLINE vu bf16_rounded(vf v) {
 }
 AG_INLINE vu bf16_bits(vf v) { return bf16_rounded(v) >> 16; }
 
+#if defined(__SSE2__)
+// bfloat16 two vectors at a time (x86): one whole-register load unpacked with zeros within its
+// 128-bit blocks gives floats in the lane order 0-3, 8-11, ... (a) and 4-7, 12-15, ... (b);
+// bf16_pair's pack is the unpack's inverse: about half the instructions of two vload/vstore, for
+// loops where every operand and the result are in that order. Values as vstore.
+#if AG_VEC_BYTES == 64
+typedef __m512i vreg;
+#define AG_PAIR(f) _mm512_##f
+AG_INLINE void stream_reg(void *p, vreg r) { _mm512_stream_si512(reinterpret_cast<__m512i *>(p), r); }
+#elif AG_VEC_BYTES == 32
+typedef __m256i vreg;
+#define AG_PAIR(f) _mm256_##f
+AG_INLINE void stream_reg(void *p, vreg r) { _mm256_stream_si256(reinterpret_cast<__m256i *>(p), r); }
+#else
+typedef __m128i vreg;
+#define AG_PAIR(f) _mm_##f
+AG_INLINE void stream_reg(void *p, vreg r) { _mm_stream_si128(reinterpret_cast<__m128i *>(p), r); }
+#endif
+AG_INLINE void vload_pair(const bf16_t *p, vf &a, vf &b) {
+    vreg x;
+    std::memcpy(&x, p, sizeof x);
+    a = (vf)AG_PAIR(unpacklo_epi16)(vreg{}, x);
+    b = (vf)AG_PAIR(unpackhi_epi16)(vreg{}, x);
+}
+// (high halves shifted down arithmetically: the signed pack, SSE2's only one, keeps them exactly)
+AG_INLINE vreg bf16_pair(vf a, vf b) {
+    return AG_PAIR(packs_epi32)(AG_PAIR(srai_epi32)((vreg)bf16_rounded(a), 16), AG_PAIR(srai_epi32)((vreg)bf16_rounded(b), 16));
+}
+#undef AG_PAIR
+#endif
+
 template <class O, class V> AG_INLINE void vstore(O *p, V v) {
     using C = typename elem_of<V>::type;
     if constexpr (std::is_same_v<C, O>) {
@@ -321,14 +352,11 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
         vst1_u16(reinterpret_cast<uint16_t *>(p), vshrn_n_u32((uint32x4_t)bf16_rounded(v), 16));
 #elif AG_VEC_BYTES == 64
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16((__m512i)bf16_bits(v)));
-#elif AG_VEC_BYTES == 32
-        const __m256i b = (__m256i)bf16_bits(v);
-        const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(b, b), 0xd8);
+#elif AG_VEC_BYTES == 32  // (bf16_pair packs within 128-bit blocks: v's halves into the low one)
+        const __m256i h = _mm256_permute4x64_epi64(bf16_pair(v, v), 0xd8);
         _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_castsi256_si128(h));
 #elif defined(__SSE2__)
-        // high halves shifted down arithmetically: SSE2's signed pack keeps them exactly
-        const __m128i b = _mm_srai_epi32((__m128i)bf16_rounded(v), 16);
-        _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_packs_epi32(b, b));
+        _mm_storel_epi64(reinterpret_cast<__m128i *>(p), bf16_pair(v, v));
 #else
         const vh h = narrow16((vi)bf16_bits(v));
         std::memcpy(p, &h, sizeof h);
@@ -361,37 +389,6 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
         for (int l = 0; l < lanes<C>; ++l) store(p + l, v[l]);
     }
 }
-
-#if defined(__SSE2__)
-// bfloat16 two vectors at a time (x86): one whole-register load unpacked with zeros within its
-// 128-bit blocks gives floats in the lane order 0-3, 8-11, ... (a) and 4-7, 12-15, ... (b);
-// bf16_pair's pack is the unpack's inverse: about half the instructions of two vload/vstore, for
-// loops where every operand and the result are in that order. Values as vstore.
-#if AG_VEC_BYTES == 64
-typedef __m512i vreg;
-#define AG_PAIR(f) _mm512_##f
-AG_INLINE void stream_reg(void *p, vreg r) { _mm512_stream_si512(reinterpret_cast<__m512i *>(p), r); }
-#elif AG_VEC_BYTES == 32
-typedef __m256i vreg;
-#define AG_PAIR(f) _mm256_##f
-AG_INLINE void stream_reg(void *p, vreg r) { _mm256_stream_si256(reinterpret_cast<__m256i *>(p), r); }
-#else
-typedef __m128i vreg;
-#define AG_PAIR(f) _mm_##f
-AG_INLINE void stream_reg(void *p, vreg r) { _mm_stream_si128(reinterpret_cast<__m128i *>(p), r); }
-#endif
-AG_INLINE void vload_pair(const bf16_t *p, vf &a, vf &b) {
-    vreg x;
-    std::memcpy(&x, p, sizeof x);
-    a = (vf)AG_PAIR(unpacklo_epi16)(vreg{}, x);
-    b = (vf)AG_PAIR(unpackhi_epi16)(vreg{}, x);
-}
-// (high halves shifted down arithmetically: the signed pack, SSE2's only one, keeps them exactly)
-AG_INLINE vreg bf16_pair(vf a, vf b) {
-    return AG_PAIR(packs_epi32)(AG_PAIR(srai_epi32)((vreg)bf16_rounded(a), 16), AG_PAIR(srai_epi32)((vreg)bf16_rounded(b), 16));
-}
-#undef AG_PAIR
-#endif
 
 // The first m (1 <= m <= lanes<C>) elements p[0], p[s], p[2s], ...; lanes past m are 0.
 template <class C, class T> AG_INLINE vec_t<C> vload_run(const T *p, int64_t s, int64_t m) {
