@@ -79,6 +79,10 @@ bool set_isa(Isa isa);  // for tests; false (and no change) for an ISA this CPU 
 int num_threads();
 void set_num_threads(int n);
 
+// The last-level cache's size in bytes as the C library reports it (8 MiB where it does not): data
+// of a call up to this size are still cached when the next call reads them.
+int64_t cache_bytes();
+
 inline namespace AG_ISA_NS {
 
 // ---- conversions (round to nearest even, NaN kept quiet) ----

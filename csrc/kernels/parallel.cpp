@@ -1,6 +1,8 @@
 // Kernel thread count: one process-wide setting, so that every caller thread (Python threads,
-// stream workers) gets the same count; OpenMP's own setting is per calling thread.
+// stream workers) gets the same count; OpenMP's own setting is per calling thread. And the cache
+// size that kernels choose their loop order by.
 #include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -29,5 +31,17 @@ int num_threads() {
 }
 
 void set_num_threads(int n) { g_threads.store(n > 0 ? n : omp_get_max_threads()); }
+
+int64_t cache_bytes() {
+    static const int64_t bytes = [] {
+        long b = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+        b = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (b <= 0) b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+        return b > 0 ? int64_t(b) : int64_t(8) << 20;
+    }();
+    return bytes;
+}
 
 }  // namespace ag::kern
