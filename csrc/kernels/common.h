@@ -79,8 +79,8 @@ bool set_isa(Isa isa);  // for tests; false (and no change) for an ISA this CPU 
 int num_threads();
 void set_num_threads(int n);
 
-// The last-level cache's size in bytes as the C library reports it (8 MiB where it does not): data
-// of a call up to this size are still cached when the next call reads them.
+// The last-level cache's size in bytes, the instance a core shares (sysfs; 8 MiB where it does not
+// say): data of a call up to this size are still cached when the next call reads them.
 int64_t cache_bytes();
 
 inline namespace AG_ISA_NS {

@@ -2,9 +2,11 @@
 // stream workers) gets the same count; OpenMP's own setting is per calling thread. And the cache
 // size that kernels choose their loop order by.
 #include <pthread.h>
-#include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include <omp.h>
 
@@ -32,14 +34,23 @@ int num_threads() {
 
 void set_num_threads(int n) { g_threads.store(n > 0 ? n : omp_get_max_threads()); }
 
+// The largest cache level's size from sysfs: the instance a core shares (glibc's sysconf can report
+// another, e.g. 384 MiB in a VM whose sysfs and lscpu say 32 MiB).
 int64_t cache_bytes() {
     static const int64_t bytes = [] {
-        long b = 0;
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-        b = sysconf(_SC_LEVEL3_CACHE_SIZE);
-        if (b <= 0) b = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-        return b > 0 ? int64_t(b) : int64_t(8) << 20;
+        int64_t best = 0;
+        int best_level = 0;
+        for (int i = 0; i < 16; ++i) {
+            const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+            std::ifstream lf(dir + "level"), sf(dir + "size");
+            int level = 0;
+            std::string size;
+            if (!(lf >> level) || !(sf >> size) || size.empty()) continue;
+            const int64_t unit = size.back() == 'K' ? 1 << 10 : size.back() == 'M' ? 1 << 20 : 1;
+            const int64_t b = std::atoll(size.c_str()) * unit;
+            if (level > best_level || (level == best_level && b > best)) best_level = level, best = b;
+        }
+        return best > 0 ? best : int64_t(8) << 20;
     }();
     return bytes;
 }
