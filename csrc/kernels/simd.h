@@ -304,9 +304,10 @@ AG_INLINE vh narrow16(vi x) {
 // float_to_bf16 lane-wise, before narrowing: the bfloat16 in each lane's high half (round to
 // nearest even, NaN kept quiet), the low half garbage (few operations: at 512 bits each costs one
 // of two ports, and log_sigmoid is port-bound)
+AG_INLINE vu bf16_round_finite(vu u) { return u + 0x7fffu + ((u >> 16) & 1u); }  // (not for NaN)
 AG_INLINE vu bf16_rounded(vf v) {
     const vu u = (vu)v;
-    return (vu)select(v != v, (vf)(u | 0x400000u), (vf)(u + 0x7fffu + ((u >> 16) & 1u)));
+    return (vu)select(v != v, (vf)(u | 0x400000u), (vf)bf16_round_finite(u));
 }
 AG_INLINE vu bf16_bits(vf v) { return bf16_rounded(v) >> 16; }
 
@@ -350,9 +351,8 @@ AG_INLINE vreg bf16_pair(vf a, vf b) {
         ra = bf16_rounded(a);
         rb = bf16_rounded(b);
     } else {
-        const vu ua = (vu)a, ub = (vu)b;
-        ra = ua + 0x7fffu + ((ua >> 16) & 1u);
-        rb = ub + 0x7fffu + ((ub >> 16) & 1u);
+        ra = bf16_round_finite((vu)a);
+        rb = bf16_round_finite((vu)b);
     }
     return AG_PAIR(packs_epi32)(AG_PAIR(srai_epi32)((vreg)ra, 16), AG_PAIR(srai_epi32)((vreg)rb, 16));
 }
