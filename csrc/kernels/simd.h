@@ -11,6 +11,7 @@
 //   vec_t<C>, lanes<C>        the vector of compute type C (float or double) and its width
 //   vload<C>(p)               lanes<C> elements of any element type, converted to C
 //   vstore(p, v)              v rounded once into p's element type
+//   vstore2                   two vectors, one after the other
 //   vload_run / vstore_run    the first m <= lanes elements of a run with element step s
 //                             (1: contiguous, 0: one element broadcast, else gathered)
 //   vabs, vnabs, select, vexp |x|, -|x|, m ? a : b lane-wise, e^x
@@ -116,12 +117,15 @@ AG_INLINE vf fmadd(vf a, vf b, vf c) {
 #endif
 }
 
-// max(a, x) and min(a, x) per lane that keep a NaN x (the comparison is false, x is taken)
+// max(a, x) and min(a, x) per lane that keep a NaN x (the comparison is false, x is taken): x86's
+// max and min are exactly that (the second operand where unordered or equal); NEON's are not
 AG_INLINE vf vmax_keep_nan(vf a, vf x) {
 #if AG_VEC_BYTES == 64
     return (vf)_mm512_maskz_max_ps(0xffff, (__m512)a, (__m512)x);  // (maskz: GCC 12 warns on the plain one)
 #elif AG_VEC_BYTES == 32
     return (vf)_mm256_max_ps((__m256)a, (__m256)x);
+#elif defined(__SSE2__)
+    return (vf)_mm_max_ps((__m128)a, (__m128)x);
 #else
     return select(a > x, a, x);
 #endif
@@ -131,6 +135,8 @@ AG_INLINE vf vmin_keep_nan(vf a, vf x) {
     return (vf)_mm512_maskz_min_ps(0xffff, (__m512)a, (__m512)x);
 #elif AG_VEC_BYTES == 32
     return (vf)_mm256_min_ps((__m256)a, (__m256)x);
+#elif defined(__SSE2__)
+    return (vf)_mm_min_ps((__m128)a, (__m128)x);
 #else
     return select(a < x, a, x);
 #endif
@@ -194,8 +200,28 @@ AG_INLINE vf div_1_2(vf a, vf d) {
 }
 AG_INLINE vd div_1_2(vd a, vd d) { return a / d; }
 
-AG_INLINE vd vmax_keep_nan(vd a, vd x) { return select(a > x, a, x); }
-AG_INLINE vd vmin_keep_nan(vd a, vd x) { return select(a < x, a, x); }
+AG_INLINE vd vmax_keep_nan(vd a, vd x) {
+#if AG_VEC_BYTES == 64
+    return (vd)_mm512_maskz_max_pd(0xff, (__m512d)a, (__m512d)x);
+#elif AG_VEC_BYTES == 32
+    return (vd)_mm256_max_pd((__m256d)a, (__m256d)x);
+#elif defined(__SSE2__)
+    return (vd)_mm_max_pd((__m128d)a, (__m128d)x);
+#else
+    return select(a > x, a, x);
+#endif
+}
+AG_INLINE vd vmin_keep_nan(vd a, vd x) {
+#if AG_VEC_BYTES == 64
+    return (vd)_mm512_maskz_min_pd(0xff, (__m512d)a, (__m512d)x);
+#elif AG_VEC_BYTES == 32
+    return (vd)_mm256_min_pd((__m256d)a, (__m256d)x);
+#elif defined(__SSE2__)
+    return (vd)_mm_min_pd((__m128d)a, (__m128d)x);
+#else
+    return select(a < x, a, x);
+#endif
+}
 
 AG_INLINE vd fmadd(vd a, vd b, vd c) {
 #if AG_VEC_BYTES == 64
@@ -418,6 +444,27 @@ template <class C, class T> AG_INLINE vec_t<C> vload_run(const T *p, int64_t s, 
     T buf[L] = {};
     for (int64_t l = 0; l < m; ++l) buf[l] = p[l * s];
     return vload<C>(buf);
+}
+
+// Two vectors stored one after the other (2 lanes elements). bfloat16 (x86): the two rounded and
+// packed at once (bf16_pair, then its 64-bit blocks into order), half the instructions of two
+// vstore; the same bits.
+template <class O, class V> AG_INLINE void vstore2(O *p, V a, V b) {
+    using C = typename elem_of<V>::type;
+#if defined(__SSE2__)
+    if constexpr (std::is_same_v<C, float> && std::is_same_v<O, bf16_t>) {
+        vreg r = bf16_pair(a, b);  // each 128-bit block: 4 of a's, then the same 4 of b's
+#if AG_VEC_BYTES == 64
+        r = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), r);
+#elif AG_VEC_BYTES == 32
+        r = _mm256_permute4x64_epi64(r, 0xd8);
+#endif
+        std::memcpy(p, &r, sizeof r);
+        return;
+    }
+#endif
+    vstore(p, a);
+    vstore(p + lanes<C>, b);
 }
 
 template <class O, class V> AG_INLINE void vstore_run(O *p, int64_t s, int64_t m, V v) {

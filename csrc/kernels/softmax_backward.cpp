@@ -53,6 +53,13 @@ struct Dot {
 template <class C, class T, class O>
 AG_INLINE void apply(const Line<T, O> &l, C s, int64_t k, int64_t m, int64_t sg, int64_t sy, int64_t so) {
     constexpr int64_t L = lanes<C>;
+    if constexpr (kLanes % (2 * L) == 0) {
+        if (m == kLanes && sg == 1 && sy == 1 && so == 1) {  // whole vectors, stored two at a time
+            const auto f = [&](int64_t i) { return vload<C>(l.y + i) * (vload<C>(l.g + i) - s); };
+            for (int64_t i = k; i < k + kLanes; i += 2 * L) vstore2(l.out + i, f(i), f(i + L));
+            return;
+        }
+    }
     for (int64_t v = 0; v < kLanes / L; ++v) {
         const int64_t i = k + v * L, mv = std::min(L, m - v * L);
         if (mv > 0)
@@ -215,13 +222,14 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     // where the data sit (measured on Zen 5, AVX2 and AVX-512; the same results either way).
     // - In the last-level cache: pipelined where two lines of both inputs fit in L1 (32 KiB); two
     //   passes otherwise, as pipelined lines would be reread from L2 (f32 256x4096, warm: 1.2-1.3x).
-    // - Streamed from memory: two passes up to 8 KiB an input line (32 KiB for half types), which
-    //   keep fewer streams open at once (f16 2048x4096, 1 thread: 1.2-1.35x faster); pipelined for
-    //   longer lines (f32 4096x4096: 5% faster; f16 512x32000: 7%).
+    // - Streamed from memory: two passes for half types and for lines up to 8 KiB, which keep
+    //   fewer streams open at once (1 thread: f16 2048x4096 1.2-1.35x faster, bf16 512x32000
+    //   1.2x); pipelined for longer float and double lines (f32 4096x4096: 5% faster, 512x32000:
+    //   15%).
     const int64_t line = n * int64_t(sizeof(T));
     const bool pipelined = count * n * int64_t(2 * sizeof(T) + sizeof(O)) <= cache_bytes()
                                ? 4 * line <= (int64_t(32) << 10)
-                               : line > (int64_t(sizeof(T) == 2 ? 32 : 8) << 10);
+                               : sizeof(T) >= 4 && line > (int64_t(8) << 10);
     parallel_for(count, count * n, [&](int64_t b, int64_t e) {
         if (contig) lines<true>(g, y, out, it, b, e, n, sd, pipelined);
         else lines<false>(g, y, out, it, b, e, n, sd, false);
