@@ -147,38 +147,49 @@ AG_INLINE vf vmin_keep_nan(vf a, vf x) {
 // range round once. NaN stays NaN, -inf gives 0, +inf gives inf. NonPos: for x <= 0 (or NaN)
 // only, fewer operations (no upper clamp; without AVX-512, one scale factor instead of two).
 template <bool NonPos = false> AG_INLINE vf vexp(vf x) {
-    if constexpr (!NonPos) x = vmin_keep_nan(splat<vf>(88.8f), x);  // e^88.8 overflows to inf below
-    x = vmax_keep_nan(splat<vf>(-104.0f), x);   // e^-104 rounds to 0 below
-    const vf round = splat<vf>(12582912.0f);    // 1.5 * 2^23: adding it rounds to an integer (ties to even)
-    const vf t = fmadd(x, splat<vf>(1.44269504088896341f), round);
-    const vf n = t - round;
-    vf r = fmadd(n, splat<vf>(-0.693359375f), x);  // exact: n has <= 8 bits, the constant 9
-    r = fmadd(n, splat<vf>(2.12194440e-4f), r);
-    vf p = splat<vf>(1.9875691500e-4f);
-    p = fmadd(p, r, splat<vf>(1.3981999507e-3f));
-    p = fmadd(p, r, splat<vf>(8.3334519073e-3f));
-    p = fmadd(p, r, splat<vf>(4.1665795894e-2f));
-    p = fmadd(p, r, splat<vf>(1.6666665459e-1f));
-    p = fmadd(p, r, splat<vf>(5.0000001201e-1f));
-    p = fmadd(p, r * r, r) + 1.0f;
-#if AG_VEC_BYTES == 64
-    return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)n);  // p 2^n, rounded once: the same
-#else
-#if defined(__SSE2__)
-    // Where every lane's p 2^n is normal (p in [0.7, 1.5), n in [-125, 127]), n added to p's exponent:
-    // the same bits as the multiplications below, two fewer operations on the FMA ports. n << 23
-    // is t's low bits shifted (those of `round` shift out); NaN fails the test.
+    const vf round = splat<vf>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer (ties to even)
+    // e^r for x in [-104, 88.8]; t holds n in its low mantissa bits
+    const auto reduce = [&round](vf x, vf &t) {
+        t = fmadd(x, splat<vf>(1.44269504088896341f), round);
+        const vf n = t - round;
+        vf r = fmadd(n, splat<vf>(-0.693359375f), x);  // exact: n has <= 8 bits, the constant 9
+        r = fmadd(n, splat<vf>(2.12194440e-4f), r);
+        vf p = splat<vf>(1.9875691500e-4f);
+        p = fmadd(p, r, splat<vf>(1.3981999507e-3f));
+        p = fmadd(p, r, splat<vf>(8.3334519073e-3f));
+        p = fmadd(p, r, splat<vf>(4.1665795894e-2f));
+        p = fmadd(p, r, splat<vf>(1.6666665459e-1f));
+        p = fmadd(p, r, splat<vf>(5.0000001201e-1f));
+        return fmadd(p, r * r, r) + 1.0f;
+    };
+    vf t;
+#if AG_VEC_BYTES != 64 && defined(__SSE2__)
+    // Where every lane's p 2^n is normal (x in [-86.5, 88]: p in [0.7, 1.5), n in [-125, 127]),
+    // the clamps below change nothing and n is added to p's exponent: the same bits as the
+    // multiplications below, in fewer operations. n << 23 is t's low bits shifted (those of
+    // `round` shift out); NaN fails the test.
     const vi fast = NonPos ? (x >= -86.5f) : (x >= -86.5f) & (x <= 88.0f);
 #if AG_VEC_BYTES == 32
     const bool all_fast = _mm256_movemask_ps((__m256)fast) == 0xff;
 #else
     const bool all_fast = _mm_movemask_ps((__m128)fast) == 0xf;
 #endif
-    if (__builtin_expect(all_fast, 1)) return (vf)((vi)p + ((vi)t << 23));
+    if (__builtin_expect(all_fast, 1)) {
+        const vf p = reduce(x, t);
+        return (vf)((vi)p + ((vi)t << 23));
+    }
 #endif
+    if constexpr (!NonPos) x = vmin_keep_nan(splat<vf>(88.8f), x);  // e^88.8 overflows to inf below
+    x = vmax_keep_nan(splat<vf>(-104.0f), x);   // e^-104 rounds to 0 below
+    const vf p = reduce(x, t);
+    const vf n = t - round;
+#if AG_VEC_BYTES == 64
+    return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)n);  // p 2^n, rounded once: the same
+#else
     if constexpr (NonPos) {
         // n in [-150, 0]: p 2^(n + 64) is exact (normal), and * 2^-64 rounds once, as below. n + 191
         // is in t's low mantissa bits (those of `round` above bit 22 shift out).
+        (void)n;
         return p * (vf)(((vi)t + 191) << 23) * 0x1p-64f;
     } else {
         const vi k = __builtin_convertvector(n, vi);
