@@ -314,9 +314,14 @@ template <class C, class T> AG_INLINE vec_t<C> vload(const T *p) {
         vh h;
         std::memcpy(&h, p, sizeof h);
         const vi u = __builtin_convertvector(h, vi), em = u & 0x7fff, o = (em << 13) + (112 << 23);
+        const vi sign = (u & 0x8000) << 16;
+#if defined(__SSE2__)
+        // where every lane is a normal half (the common case), o is the float: one test
+        if (_mm_movemask_ps((__m128)((em >= 0x400) & (em < 0x7c00))) == 0xf) return (vf)(o | sign);
+#endif
         const vf f = select(em < 0x400, (vf)(o + (1 << 23)) - 0x1p-14f, (vf)o);
         const vi special = (em << 13) | 0x7f800000 | ((em > 0x7c00) & 0x400000);  // inf; NaN made quiet
-        v = (vf)((vi)select(em >= 0x7c00, (vf)special, f) | ((u & 0x8000) << 16));
+        v = (vf)((vi)select(em >= 0x7c00, (vf)special, f) | sign);
 #endif
     } else {
         for (int l = 0; l < lanes<C>; ++l) v[l] = load<C>(p + l);
