@@ -182,17 +182,16 @@ template <bool NonPos = false> AG_INLINE vf vexp(vf x) {
     if constexpr (!NonPos) x = vmin_keep_nan(splat<vf>(88.8f), x);  // e^88.8 overflows to inf below
     x = vmax_keep_nan(splat<vf>(-104.0f), x);   // e^-104 rounds to 0 below
     const vf p = reduce(x, t);
-    const vf n = t - round;
 #if AG_VEC_BYTES == 64
-    return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)n);  // p 2^n, rounded once: the same
+    // p 2^n, rounded once: the same
+    return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)(t - round));
 #else
     if constexpr (NonPos) {
         // n in [-150, 0]: p 2^(n + 64) is exact (normal), and * 2^-64 rounds once, as below. n + 191
         // is in t's low mantissa bits (those of `round` above bit 22 shift out).
-        (void)n;
         return p * (vf)(((vi)t + 191) << 23) * 0x1p-64f;
     } else {
-        const vi k = __builtin_convertvector(n, vi);
+        const vi k = __builtin_convertvector(t - round, vi);
         const vi k1 = k >> 1, k2 = k - k1;
         return p * (vf)((k1 + 127) << 23) * (vf)((k2 + 127) << 23);
     }
