@@ -449,6 +449,97 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
     }
 }
 
+// Contiguous bytes, n < B (B: a vector's worth of some element type, 4 to 128), between
+// memory and a B-byte buffer: one masked load or store where the ISA has one for this width and
+// granularity (AVX-512: any byte count; AVX2: multiples of 4), else two overlapping fixed-size
+// copies. A load zero-fills the buffer past n; a store writes no byte past n (nor reads one).
+// Short runs (a line of 10 classes, a row of 12 columns) are then a few instructions, not a
+// loop per element.
+template <int B> AG_INLINE void copy_short(char *d, const char *s, int64_t n) {
+    const auto two = [&](auto k) {
+        std::memcpy(d, s, k);
+        std::memcpy(d + n - k, s + n - k, k);
+    };
+    if (B > 64 && n >= 64) two(std::integral_constant<size_t, 64>{});
+    else if (B > 32 && n >= 32) two(std::integral_constant<size_t, 32>{});
+    else if (B > 16 && n >= 16) two(std::integral_constant<size_t, 16>{});
+    else if (n >= 8) two(std::integral_constant<size_t, 8>{});
+    else if (n >= 4) two(std::integral_constant<size_t, 4>{});
+    else if (n >= 2) two(std::integral_constant<size_t, 2>{});
+    else if (n == 1) *d = *s;
+}
+#if AG_VEC_BYTES == 32
+template <int B> AG_INLINE auto dword_mask(int64_t k) {  // the first k of B / 4 32-bit lanes
+    if constexpr (B == 32) return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    else return _mm_cmpgt_epi32(_mm_set1_epi32(int(k)), _mm_setr_epi32(0, 1, 2, 3));
+}
+#endif
+template <int B> AG_INLINE void load_short(char *buf, const char *p, int64_t n) {
+#if AG_VEC_BYTES == 64
+    if constexpr (B == 64) _mm512_storeu_si512(buf, _mm512_maskz_loadu_epi8(__mmask64((1ull << n) - 1), p));
+    else if constexpr (B == 32) _mm256_storeu_si256(reinterpret_cast<__m256i *>(buf), _mm256_maskz_loadu_epi8(__mmask32((1u << n) - 1), p));
+    else if constexpr (B == 16) _mm_storeu_si128(reinterpret_cast<__m128i *>(buf), _mm_maskz_loadu_epi8(__mmask16((1u << n) - 1), p));
+    if constexpr (B == 16 || B == 32 || B == 64) return;
+#elif AG_VEC_BYTES == 32
+    if constexpr (B == 32 || B == 16) {
+        if (n % 4 == 0) {
+            if constexpr (B == 32) _mm256_storeu_si256(reinterpret_cast<__m256i *>(buf), _mm256_maskload_epi32(reinterpret_cast<const int *>(p), dword_mask<B>(n / 4)));
+            else _mm_storeu_si128(reinterpret_cast<__m128i *>(buf), _mm_maskload_epi32(reinterpret_cast<const int *>(p), dword_mask<B>(n / 4)));
+            return;
+        }
+    }
+#endif
+    if constexpr (B <= 16) {
+        // assembled in integer registers: a vector load of bytes just stored piecewise would wait
+        // for the stores (no store-to-load forwarding from several stores to one load)
+        const auto under8 = [](const char *q, int64_t k) -> uint64_t {  // k < 8 bytes
+            if (k >= 4) {
+                uint32_t a, b;
+                std::memcpy(&a, q, 4);
+                std::memcpy(&b, q + k - 4, 4);
+                return a | uint64_t(b) << (8 * (k - 4));  // (the overlap holds the same bytes)
+            }
+            if (k >= 2) {
+                uint16_t a, b;
+                std::memcpy(&a, q, 2);
+                std::memcpy(&b, q + k - 2, 2);
+                return a | uint64_t(b) << (8 * (k - 2));
+            }
+            return k ? uint8_t(*q) : 0u;
+        };
+        uint64_t lo, hi = 0;
+        if (B == 16 && n >= 8) {
+            std::memcpy(&lo, p, 8);
+            hi = under8(p + 8, n - 8);
+        } else {
+            lo = under8(p, n);
+        }
+        typedef uint64_t u64x2 __attribute__((vector_size(16)));
+        const u64x2 r = {lo, hi};
+        std::memcpy(buf, &r, B);
+    } else {
+        std::memset(buf, 0, B);
+        copy_short<B>(buf, p, n);
+    }
+}
+template <int B> AG_INLINE void store_short(char *p, const char *buf, int64_t n) {
+#if AG_VEC_BYTES == 64
+    if constexpr (B == 64) _mm512_mask_storeu_epi8(p, __mmask64((1ull << n) - 1), _mm512_loadu_si512(buf));
+    else if constexpr (B == 32) _mm256_mask_storeu_epi8(p, __mmask32((1u << n) - 1), _mm256_loadu_si256(reinterpret_cast<const __m256i *>(buf)));
+    else if constexpr (B == 16) _mm_mask_storeu_epi8(p, __mmask16((1u << n) - 1), _mm_loadu_si128(reinterpret_cast<const __m128i *>(buf)));
+    if constexpr (B == 16 || B == 32 || B == 64) return;
+#elif AG_VEC_BYTES == 32
+    if constexpr (B == 32 || B == 16) {
+        if (n % 4 == 0) {
+            if constexpr (B == 32) _mm256_maskstore_epi32(reinterpret_cast<int *>(p), dword_mask<B>(n / 4), _mm256_loadu_si256(reinterpret_cast<const __m256i *>(buf)));
+            else _mm_maskstore_epi32(reinterpret_cast<int *>(p), dword_mask<B>(n / 4), _mm_loadu_si128(reinterpret_cast<const __m128i *>(buf)));
+            return;
+        }
+    }
+#endif
+    copy_short<B>(p, buf, n);
+}
+
 // The first m (1 <= m <= lanes<C>) elements p[0], p[s], p[2s], ...; lanes past m are 0.
 template <class C, class T> AG_INLINE vec_t<C> vload_run(const T *p, int64_t s, int64_t m) {
     constexpr int L = lanes<C>;
@@ -456,8 +547,12 @@ template <class C, class T> AG_INLINE vec_t<C> vload_run(const T *p, int64_t s, 
         if (s == 1) return vload<C>(p);
         if (s == 0) return splat<vec_t<C>>(load<C>(p));
     }
-    T buf[L] = {};
-    for (int64_t l = 0; l < m; ++l) buf[l] = p[l * s];
+    alignas(64) T buf[L];
+    if (s == 1) {
+        load_short<int(sizeof buf)>(reinterpret_cast<char *>(buf), reinterpret_cast<const char *>(p), m * int64_t(sizeof(T)));
+    } else {
+        for (int l = 0; l < L; ++l) buf[l] = l < m ? p[l * s] : T{};
+    }
     return vload<C>(buf);
 }
 
@@ -485,9 +580,10 @@ template <class O, class V> AG_INLINE void vstore2(O *p, V a, V b) {
 template <class O, class V> AG_INLINE void vstore_run(O *p, int64_t s, int64_t m, V v) {
     constexpr int L = lanes<typename elem_of<V>::type>;
     if (s == 1 && m == L) return vstore(p, v);
-    O buf[L];
+    alignas(64) O buf[L];
     vstore(buf, v);
-    for (int64_t l = 0; l < m; ++l) p[l * s] = buf[l];
+    if (s == 1) store_short<int(sizeof buf)>(reinterpret_cast<char *>(p), reinterpret_cast<const char *>(buf), m * int64_t(sizeof(O)));
+    else for (int64_t l = 0; l < m; ++l) p[l * s] = buf[l];
 }
 
 // Bytes vstream writes at once (v's elements in the output type); p must be aligned to them.

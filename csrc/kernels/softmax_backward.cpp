@@ -39,13 +39,19 @@ struct Dot {
             if (mv > 0) acc[v] += vload_run<C>(g + i * sg, sg, mv) * vload_run<C>(y + i * sy, sy, mv);
         }
     }
-    // the sums added pairwise: a fixed order
+    // the sums added pairwise: sum l += sum l + w for l < w, w = 8, 4, 2, 1 (a fixed order); each
+    // step one add of w-wide vectors (a short line's cost is mostly this)
     C total() const {
-        C a[kLanes];
-        std::memcpy(a, acc, sizeof a);
-        for (int w = kLanes / 2; w > 0; w /= 2)
-            for (int l = 0; l < w; ++l) a[l] += a[l + w];
-        return a[0];
+        static_assert(kLanes == 16);
+        return fold<1>(fold<2>(fold<4>(fold<8>(acc))));
+    }
+    template <int W, class A> AG_INLINE static auto fold(const A &a) {
+        typedef C part __attribute__((vector_size(W * sizeof(C))));
+        part lo, hi;
+        std::memcpy(&lo, &a, sizeof lo);
+        std::memcpy(&hi, reinterpret_cast<const char *>(&a) + sizeof lo, sizeof hi);
+        if constexpr (W == 1) return lo[0] + hi[0];
+        else return lo + hi;
     }
 };
 
@@ -136,6 +142,7 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
     int64_t w = (256 * 1024) / (n * int64_t(sizeof(T)) * 2);
     w = std::max<int64_t>(kLanes, std::min<int64_t>(kMaxW, w)) & ~int64_t(kLanes - 1);
     const bool stream = it.numel() * n * int64_t(sizeof(O)) >= kStreamMin;
+    const bool from_memory = it.numel() * n * int64_t(2 * sizeof(T) + sizeof(O)) > cache_bytes();  // as in run
     const int64_t blocks = (inner + w - 1) / w;
     Iter<3> outer = it;
     outer.ndim = k;
@@ -191,11 +198,32 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
                            vload_run<C>(py + j * J.iy, J.iy, m) * (vload_run<C>(pg + j * J.ig, J.ig, m) - a[v]));
             }
         };
+        // Inputs from memory: while a block is written (its inputs reread from cache), the next
+        // block's rows are prefetched. Each row is a separate stream, more than the hardware
+        // prefetchers follow: the sums would otherwise wait on memory, and reads idle during writes.
+        // (Not where a block's rows are contiguous with each other: one stream, which they follow.)
+        const bool ahead = from_memory && J.ig == 1 && J.iy == 1 &&
+                           !(J.w >= J.inner && J.sg == J.inner && J.sy == J.inner);
+        const auto prefetch = [&](const Block &k, int64_t d) {  // row d of a block's inputs
+            const char *pg = reinterpret_cast<const char *>(k.g + d * J.sg), *py = reinterpret_cast<const char *>(k.y + d * J.sy);
+            for (int64_t o = 0; o < k.cols * int64_t(sizeof(T)); o += 64) {
+                __builtin_prefetch(pg + o);
+                __builtin_prefetch(py + o);
+            }
+        };
         for (int64_t u = b; u < e; ++u) {
             const Block k = block(u);
             std::fill(acc, acc + k.nv, V{});
             for (int64_t d = 0; d < J.n; ++d) sum(acc, k, d);
-            for (int64_t d = 0; d < J.n; ++d) apply(acc, k, d);
+            if (ahead && u + 1 < e) {
+                const Block next = block(u + 1);
+                for (int64_t d = 0; d < J.n; ++d) {
+                    apply(acc, k, d);
+                    prefetch(next, d);
+                }
+            } else {
+                for (int64_t d = 0; d < J.n; ++d) apply(acc, k, d);
+            }
         }
         if (stream) sfence();
     });
