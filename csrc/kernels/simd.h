@@ -548,11 +548,11 @@ template <class C, class T> AG_INLINE vec_t<C> vload_run(const T *p, int64_t s, 
         if (s == 0) return splat<vec_t<C>>(load<C>(p));
     }
     alignas(64) T buf[L];
-    if (s == 1) {
+    if (s == 1) {  // (each path its own vload: buf then stays in registers)
         load_short<int(sizeof buf)>(reinterpret_cast<char *>(buf), reinterpret_cast<const char *>(p), m * int64_t(sizeof(T)));
-    } else {
-        for (int l = 0; l < L; ++l) buf[l] = l < m ? p[l * s] : T{};
+        return vload<C>(buf);
     }
+    for (int l = 0; l < L; ++l) buf[l] = l < m ? p[l * s] : T{};
     return vload<C>(buf);
 }
 

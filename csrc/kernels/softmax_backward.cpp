@@ -211,8 +211,36 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
                 __builtin_prefetch(py + o);
             }
         };
+        // A block of at most 4 contiguous vectors a row (a small innermost dim): the same sums and
+        // outputs in tight loops, the sums in registers and each row's vector lengths fixed
+        // (the general loops above cost several times more per row).
+        const auto narrow = [&](const Block &k, auto nv) {
+            constexpr int NV = decltype(nv)::value;
+            int64_t m[NV];
+            for (int v = 0; v < NV; ++v) m[v] = std::min(L, k.cols - v * L);
+            V a[NV] = {};
+            for (int64_t d = 0; d < J.n; ++d) {
+                const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
+                for (int v = 0; v < NV; ++v) a[v] += vload_run<C>(pg + v * L, 1, m[v]) * vload_run<C>(py + v * L, 1, m[v]);
+            }
+            for (int64_t d = 0; d < J.n; ++d) {
+                const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
+                O *po = k.out + d * J.so;
+                for (int v = 0; v < NV; ++v)
+                    vstore_run(po + v * L, 1, m[v], vload_run<C>(py + v * L, 1, m[v]) * (vload_run<C>(pg + v * L, 1, m[v]) - a[v]));
+            }
+        };
         for (int64_t u = b; u < e; ++u) {
             const Block k = block(u);
+            if (k.nv <= 4 && J.ig == 1 && J.iy == 1 && J.io == 1) {
+                switch (k.nv) {
+                    case 1: narrow(k, std::integral_constant<int, 1>{}); break;
+                    case 2: narrow(k, std::integral_constant<int, 2>{}); break;
+                    case 3: narrow(k, std::integral_constant<int, 3>{}); break;
+                    default: narrow(k, std::integral_constant<int, 4>{}); break;
+                }
+                continue;
+            }
             std::fill(acc, acc + k.nv, V{});
             for (int64_t d = 0; d < J.n; ++d) sum(acc, k, d);
             if (ahead && u + 1 < e) {
