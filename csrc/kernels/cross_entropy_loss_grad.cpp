@@ -3,7 +3,7 @@
 //   a_i = m_i s_i (1-eps) w_{t_i},  b_i = m_i s_i eps / C,  K_i = a_i + b_i S_w + 2 zeta lse_i m_i z_i.
 // Terms whose switch is off (eps == 0, zeta == 0) are left out, not multiplied by 0, so that an
 // inf weight or lse does not turn them into NaN. The pass is vectorized (simd.h); the target
-// column is recomputed with the same arithmetic (exp1 is one lane of vexp) and corrected.
+// column's -a_i is subtracted in the lane that holds it.
 #include "cross_entropy_loss_grad.h"
 
 #include <algorithm>
@@ -50,8 +50,10 @@ AG_INLINE X elem(X p, C k, C b, X w) {
     else return p * k - b * w;
 }
 
-// Columns [j0, j1) of one row; the target column gets -a on top. Its log-prob is read before
-// the row is written, so out may alias log_prob.
+// Columns [j0, j1) of one row; the target column t gets -a on top afterwards, from the value its
+// lane computed (the same arithmetic as the other columns, then one subtraction): no exp of its
+// own and no test per vector. Each vector of log_prob is read before the same columns are
+// written, so out may alias log_prob.
 template <int Mode, bool Contig, class T, class C>
 inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int64_t j1, int64_t t, C k, C b,
                       C a, const C *w) {
@@ -59,13 +61,15 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
     constexpr int64_t L = lanes<C>;
     if (Contig) lc = oc = 1;
     const bool has_t = t >= j0 && t < j1;
-    const C pt = has_t ? exp1(load<C>(l + t * lc)) : C(0);
+    const auto put = [&](int64_t j, int64_t m, V e) {
+        vstore_run(o + j * oc, oc, m, elem<Mode>(e, k, b, Mode == 2 ? vload_run<C>(w + j, 1, m) : V{}));
+    };
     if constexpr (sizeof(T) == sizeof(C)) {
         for (int64_t j = j0; j < j1; j += L) {
             const int64_t m = std::min(L, j1 - j);
-            const V wv = Mode == 2 ? vload_run<C>(w + j, 1, m) : V{};
-            vstore_run(o + j * oc, oc, m, elem<Mode>(vexp(vload_run<C>(l + j * lc, lc, m)), k, b, wv));
+            put(j, m, vexp(vload_run<C>(l + j * lc, lc, m)));
         }
+        if (has_t) o[t * oc] = o[t * oc] - a;  // (out is C here: its lane's value, unrounded)
     } else {
         // Half types: e^l over a chunk into an L1 buffer, then the output: with the conversions
         // one vector's chain of dependent operations is too long for the CPU to overlap across
@@ -74,14 +78,11 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
         for (int64_t c = j0; c < j1; c += kStage) {
             const int64_t ce = std::min(j1, c + kStage);
             for (int64_t j = c, q = 0; j < ce; j += L, ++q) e[q] = vexp(vload_run<C>(l + j * lc, lc, std::min(L, ce - j)));
-            for (int64_t j = c, q = 0; j < ce; j += L, ++q) {
-                const int64_t m = std::min(L, ce - j);
-                const V wv = Mode == 2 ? vload_run<C>(w + j, 1, m) : V{};
-                vstore_run(o + j * oc, oc, m, elem<Mode>(e[q], k, b, wv));
-            }
+            for (int64_t j = c, q = 0; j < ce; j += L, ++q) put(j, std::min(L, ce - j), e[q]);
+            if (t >= c && t < ce)
+                store(o + t * oc, C(elem<Mode>(e[(t - c) / L][(t - c) % L], k, b, Mode == 2 ? w[t] : C(0)) - a));
         }
     }
-    if (has_t) store(o + t * oc, C(elem<Mode>(pt, k, b, Mode == 2 ? w[t] : C(0)) - a));
 }
 
 // One weight as a double (a dtype switch per call: for the row constants, one per row).
