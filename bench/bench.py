@@ -3,8 +3,8 @@ thread count for both libraries.
 
 For every operator x dtype (f32, f16, bf16, f64) x size (a sweep: 1x1000, 16x4096, 256x4096 and
 2048x4096, which sit in L1/L2/L3, then 64 MiB per tensor, and with --sweep 16384x4096 = 64 M elements;
-softmax also over the middle dim of (64, 1024, 64) and (32, 64, 4096) and over a last dim of 32000;
-cross entropy also with label smoothing) it times:
+softmax also over the middle dim of (64, 1024, 64), (32, 64, 4096) and (16, 4096, 8) and over last
+dims of 32000 and 10; cross entropy also with label smoothing, and over 10 classes) it times:
 
   ours    the NumPy call (ascendgrad.<op>)
   torch   the computation PyTorch runs for the same gradient: _softmax_backward_data;
@@ -329,6 +329,10 @@ def cases(quick, sweep=False):
             yield partial(softmax_case, dname, "64x1024x64 dim 1", (64, 1024, 64), 1)
             yield partial(softmax_case, dname, "32x64x4096 dim 1", (32, 64, 4096), 1)
             yield partial(softmax_case, dname, "512x32000", (512, 32000), 1)
+            # short lines and a small innermost dim: per-line costs, partial vectors
+            yield partial(softmax_case, dname, "65536x10", (65536, 10), 1)
+            yield partial(softmax_case, dname, "16x4096x8 dim 1", (16, 4096, 8), 1)
+            yield partial(cross_entropy_case, dname, "65536x10", (65536, 10), 0.0)
 
 
 # ---- timing ----

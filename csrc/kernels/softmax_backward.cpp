@@ -126,6 +126,39 @@ void lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t
     apply_all(cur, s, n, sg, sy, so);
 }
 
+// Contiguous lines of n <= 16 NB elements, [b, e) of the iteration space: the arithmetic of dot
+// and apply_all, with each vector's length worked out once for all lines (the general loops'
+// per-vector tests and lengths cost more than a short line's arithmetic).
+template <int NB, class T, class O>
+void short_lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t e, int64_t n) {
+    using C = compute_t<T>;
+    constexpr int L = lanes<C>, NV = kLanes / L;
+    int64_t m[NB][NV];
+    for (int kb = 0; kb < NB; ++kb)
+        for (int v = 0; v < NV; ++v) m[kb][v] = std::clamp<int64_t>(n - kb * kLanes - v * L, 0, L);
+    const auto line = [&](const T *pg, const T *py, O *po) {
+        Dot<C> d;
+        for (int kb = 0; kb < NB; ++kb)
+            for (int v = 0; v < NV; ++v) {
+                const int64_t i = kb * kLanes + v * L;
+                if (m[kb][v] > 0) d.acc[v] += vload_run<C>(pg + i, 1, m[kb][v]) * vload_run<C>(py + i, 1, m[kb][v]);
+            }
+        const C s = d.total();
+        for (int kb = 0; kb < NB; ++kb)
+            for (int v = 0; v < NV; ++v) {
+                const int64_t i = kb * kLanes + v * L;
+                if (m[kb][v] > 0) vstore_run(po + i, 1, m[kb][v], vload_run<C>(py + i, 1, m[kb][v]) * (vload_run<C>(pg + i, 1, m[kb][v]) - s));
+            }
+    };
+    if (it.ndim == 1) {  // one run of lines (a 2-d array): their offsets are multiples of one stride
+        const int64_t s0 = it.stride[0][0], s1 = it.stride[1][0], s2 = it.stride[2][0];
+        for (int64_t l = b; l < e; ++l) line(g + l * s0, y + l * s1, out + l * s2);
+        return;
+    }
+    Walker<3> pos(it, b);
+    for (int64_t l = b; l < e; ++l, pos.next()) line(g + pos.off[0], y + pos.off[1], out + pos.off[2]);
+}
+
 // Reduction along a dim that is not the fastest-moving one: columns of the innermost other dim are
 // processed in blocks of width w, their sums kept in acc while walking down `dim`, then the walk
 // repeated for the output (the block rereads from L2). A large output is written with streaming
@@ -287,6 +320,14 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
                                ? 4 * line <= (int64_t(32) << 10)
                                : sizeof(T) >= 4 && line > (int64_t(8) << 10);
     parallel_for(count, count * n, [&](int64_t b, int64_t e) {
+        if (contig && n <= 4 * kLanes) {
+            switch ((n + kLanes - 1) / kLanes) {
+                case 1: return short_lines<1>(g, y, out, it, b, e, n);
+                case 2: return short_lines<2>(g, y, out, it, b, e, n);
+                case 3: return short_lines<3>(g, y, out, it, b, e, n);
+                default: return short_lines<4>(g, y, out, it, b, e, n);
+            }
+        }
         if (contig) lines<true>(g, y, out, it, b, e, n, sd, pipelined);
         else lines<false>(g, y, out, it, b, e, n, sd, false);
     });
