@@ -40,18 +40,35 @@ struct Dot {
         }
     }
     // the sums added pairwise: sum l += sum l + w for l < w, w = 8, 4, 2, 1 (a fixed order); each
-    // step one add of w-wide vectors (a short line's cost is mostly this)
+    // step one add of vectors (a short line's cost is mostly this). acc is copied first: taking
+    // its address would keep it in memory in the loops that accumulate it.
+    // the sums added pairwise: sum l += sum l + w for l < w, w = 8, 4, 2, 1 (a fixed order)
     C total() const {
-        static_assert(kLanes == 16);
-        return fold<1>(fold<2>(fold<4>(fold<8>(acc))));
+        C a[kLanes];
+        std::memcpy(a, acc, sizeof a);
+        for (int w = kLanes / 2; w > 0; w /= 2)
+            for (int l = 0; l < w; ++l) a[l] += a[l + w];
+        return a[0];
     }
-    template <int W, class A> AG_INLINE static auto fold(const A &a) {
-        typedef C part __attribute__((vector_size(W * sizeof(C))));
-        part lo, hi;
-        std::memcpy(&lo, &a, sizeof lo);
-        std::memcpy(&hi, reinterpret_cast<const char *>(&a) + sizeof lo, sizeof hi);
-        if constexpr (W == 1) return lo[0] + hi[0];
-        else return lo + hi;
+    // the same sum, each step one add of vectors: for short lines, whose cost it mostly is (in the
+    // long lines' loops, GCC then keeps acc in memory on AVX-512: 2x slower there)
+    C total_vec() const {
+        vec_t<C> r[NV];
+        for (int64_t v = 0; v < NV; ++v) r[v] = acc[v];
+        for (int64_t h = NV / 2; h > 0; h /= 2)  // w = h L: whole vectors
+            for (int64_t v = 0; v < h; ++v) r[v] += r[v + h];
+        return fold<L / 2>(r[0]);
+    }
+    template <int W, class A> AG_INLINE static C fold(A a) {  // w = W, ..., 1 within a vector
+        if constexpr (W == 0) {
+            return a[0];
+        } else {
+            typedef C part __attribute__((vector_size(W * sizeof(C))));
+            part lo, hi;
+            std::memcpy(&lo, &a, sizeof lo);
+            std::memcpy(&hi, reinterpret_cast<const char *>(&a) + sizeof lo, sizeof hi);
+            return fold<W / 2>(lo + hi);
+        }
     }
 };
 
@@ -75,7 +92,7 @@ AG_INLINE void apply(const Line<T, O> &l, C s, int64_t k, int64_t m, int64_t sg,
 }
 
 template <class C, class T, class O>
-C dot(const Line<T, O> &l, int64_t n, int64_t sg, int64_t sy) {
+AG_INLINE C dot(const Line<T, O> &l, int64_t n, int64_t sg, int64_t sy) {
     Dot<C> d;
     int64_t k = 0;
     for (; k + kLanes <= n; k += kLanes) d.add(l.g, l.y, k, kLanes, sg, sy);
@@ -84,7 +101,7 @@ C dot(const Line<T, O> &l, int64_t n, int64_t sg, int64_t sy) {
 }
 
 template <class C, class T, class O>
-void apply_all(const Line<T, O> &l, C s, int64_t n, int64_t sg, int64_t sy, int64_t so) {
+AG_INLINE void apply_all(const Line<T, O> &l, C s, int64_t n, int64_t sg, int64_t sy, int64_t so) {
     int64_t k = 0;
     for (; k + kLanes <= n; k += kLanes) apply(l, s, k, kLanes, sg, sy, so);
     if (k < n) apply(l, s, k, n - k, sg, sy, so);
@@ -143,7 +160,7 @@ void short_lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, i
                 const int64_t i = kb * kLanes + v * L;
                 if (m[kb][v] > 0) d.acc[v] += vload_run<C>(pg + i, 1, m[kb][v]) * vload_run<C>(py + i, 1, m[kb][v]);
             }
-        const C s = d.total();
+        const C s = d.total_vec();
         for (int kb = 0; kb < NB; ++kb)
             for (int v = 0; v < NV; ++v) {
                 const int64_t i = kb * kLanes + v * L;
@@ -244,10 +261,11 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
                 __builtin_prefetch(py + o);
             }
         };
-        // A block of at most 4 contiguous vectors a row (a small innermost dim): the same sums and
-        // outputs in tight loops, the sums in registers and each row's vector lengths fixed
-        // (the general loops above cost several times more per row).
-        const auto narrow = [&](const Block &k, auto nv) {
+        // A block of at most 4 contiguous vectors a row (a small innermost dim, or many rows): the
+        // same sums and outputs in tight loops, the sums in registers and each row's vector lengths
+        // fixed (the general loops cost several times more per row); streaming stores and the
+        // prefetch of the next block (next, or null) as there.
+        const auto narrow = [&](const Block &k, const Block *next, auto nv) {
             constexpr int NV = decltype(nv)::value;
             int64_t m[NV];
             for (int v = 0; v < NV; ++v) m[v] = std::min(L, k.cols - v * L);
@@ -256,34 +274,38 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
                 const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
                 for (int v = 0; v < NV; ++v) a[v] += vload_run<C>(pg + v * L, 1, m[v]) * vload_run<C>(py + v * L, 1, m[v]);
             }
+            // every row's whole vectors streamed where the first row's are aligned and rows keep it
+            constexpr int64_t SB = stream_bytes<O, C>;
+            const bool st = stream && reinterpret_cast<uintptr_t>(k.out) % SB == 0 && (J.so * int64_t(sizeof(O))) % SB == 0;
             for (int64_t d = 0; d < J.n; ++d) {
                 const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
                 O *po = k.out + d * J.so;
-                for (int v = 0; v < NV; ++v)
-                    vstore_run(po + v * L, 1, m[v], vload_run<C>(py + v * L, 1, m[v]) * (vload_run<C>(pg + v * L, 1, m[v]) - a[v]));
+                for (int v = 0; v < NV; ++v) {
+                    const V r = vload_run<C>(py + v * L, 1, m[v]) * (vload_run<C>(pg + v * L, 1, m[v]) - a[v]);
+                    if (st && m[v] == L) vstream(po + v * L, r);
+                    else vstore_run(po + v * L, 1, m[v], r);
+                }
+                if (next) prefetch(*next, d);
             }
         };
         for (int64_t u = b; u < e; ++u) {
             const Block k = block(u);
+            const Block next = ahead && u + 1 < e ? block(u + 1) : Block{};
+            const Block *pn = next.g ? &next : nullptr;
             if (k.nv <= 4 && J.ig == 1 && J.iy == 1 && J.io == 1) {
                 switch (k.nv) {
-                    case 1: narrow(k, std::integral_constant<int, 1>{}); break;
-                    case 2: narrow(k, std::integral_constant<int, 2>{}); break;
-                    case 3: narrow(k, std::integral_constant<int, 3>{}); break;
-                    default: narrow(k, std::integral_constant<int, 4>{}); break;
+                    case 1: narrow(k, pn, std::integral_constant<int, 1>{}); break;
+                    case 2: narrow(k, pn, std::integral_constant<int, 2>{}); break;
+                    case 3: narrow(k, pn, std::integral_constant<int, 3>{}); break;
+                    default: narrow(k, pn, std::integral_constant<int, 4>{}); break;
                 }
                 continue;
             }
             std::fill(acc, acc + k.nv, V{});
             for (int64_t d = 0; d < J.n; ++d) sum(acc, k, d);
-            if (ahead && u + 1 < e) {
-                const Block next = block(u + 1);
-                for (int64_t d = 0; d < J.n; ++d) {
-                    apply(acc, k, d);
-                    prefetch(next, d);
-                }
-            } else {
-                for (int64_t d = 0; d < J.n; ++d) apply(acc, k, d);
+            for (int64_t d = 0; d < J.n; ++d) {
+                apply(acc, k, d);
+                if (pn) prefetch(*pn, d);
             }
         }
         if (stream) sfence();
