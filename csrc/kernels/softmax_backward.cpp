@@ -292,14 +292,16 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
             const Block k = block(u);
             const Block next = ahead && u + 1 < e ? block(u + 1) : Block{};
             const Block *pn = next.g ? &next : nullptr;
-            if (k.nv <= 4 && J.ig == 1 && J.iy == 1 && J.io == 1) {
-                switch (k.nv) {
-                    case 1: narrow(k, pn, std::integral_constant<int, 1>{}); break;
-                    case 2: narrow(k, pn, std::integral_constant<int, 2>{}); break;
-                    case 3: narrow(k, pn, std::integral_constant<int, 3>{}); break;
-                    default: narrow(k, pn, std::integral_constant<int, 4>{}); break;
+            if constexpr (std::is_same_v<T, O>) {  // (see run)
+                if (k.nv <= 4 && J.ig == 1 && J.iy == 1 && J.io == 1) {
+                    switch (k.nv) {
+                        case 1: narrow(k, pn, std::integral_constant<int, 1>{}); break;
+                        case 2: narrow(k, pn, std::integral_constant<int, 2>{}); break;
+                        case 3: narrow(k, pn, std::integral_constant<int, 3>{}); break;
+                        default: narrow(k, pn, std::integral_constant<int, 4>{}); break;
+                    }
+                    continue;
                 }
-                continue;
             }
             std::fill(acc, acc + k.nv, V{});
             for (int64_t d = 0; d < J.n; ++d) sum(acc, k, d);
@@ -342,12 +344,16 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
                                ? 4 * line <= (int64_t(32) << 10)
                                : sizeof(T) >= 4 && line > (int64_t(8) << 10);
     parallel_for(count, count * n, [&](int64_t b, int64_t e) {
-        if (contig && n <= 4 * kLanes) {
-            switch ((n + kLanes - 1) / kLanes) {
-                case 1: return short_lines<1>(g, y, out, it, b, e, n);
-                case 2: return short_lines<2>(g, y, out, it, b, e, n);
-                case 3: return short_lines<3>(g, y, out, it, b, e, n);
-                default: return short_lines<4>(g, y, out, it, b, e, n);
+        // (short lines and narrow blocks have their loops only where out has the inputs' dtype:
+        // the other 12 pairs take the general ones, the same results, and the build stays short)
+        if constexpr (std::is_same_v<T, O>) {
+            if (contig && n <= 4 * kLanes) {
+                switch ((n + kLanes - 1) / kLanes) {
+                    case 1: return short_lines<1>(g, y, out, it, b, e, n);
+                    case 2: return short_lines<2>(g, y, out, it, b, e, n);
+                    case 3: return short_lines<3>(g, y, out, it, b, e, n);
+                    default: return short_lines<4>(g, y, out, it, b, e, n);
+                }
             }
         }
         if (contig) lines<true>(g, y, out, it, b, e, n, sd, pipelined);
