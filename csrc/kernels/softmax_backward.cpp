@@ -39,9 +39,6 @@ struct Dot {
             if (mv > 0) acc[v] += vload_run<C>(g + i * sg, sg, mv) * vload_run<C>(y + i * sy, sy, mv);
         }
     }
-    // the sums added pairwise: sum l += sum l + w for l < w, w = 8, 4, 2, 1 (a fixed order); each
-    // step one add of vectors (a short line's cost is mostly this). acc is copied first: taking
-    // its address would keep it in memory in the loops that accumulate it.
     // the sums added pairwise: sum l += sum l + w for l < w, w = 8, 4, 2, 1 (a fixed order)
     C total() const {
         C a[kLanes];
@@ -51,7 +48,8 @@ struct Dot {
         return a[0];
     }
     // the same sum, each step one add of vectors: for short lines, whose cost it mostly is (in the
-    // long lines' loops, GCC then keeps acc in memory on AVX-512: 2x slower there)
+    // long lines' loops, GCC then keeps acc in memory on AVX-512: 2x slower there). acc is copied
+    // first: taking its address would keep it in memory where it is accumulated.
     C total_vec() const {
         vec_t<C> r[NV];
         for (int64_t v = 0; v < NV; ++v) r[v] = acc[v];
@@ -181,7 +179,7 @@ void short_lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, i
 // repeated for the output (the block rereads from L2). A large output is written with streaming
 // stores: its rows are not read again.
 template <class T, class O>
-void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const int64_t (&sd)[3]) {
+void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const int64_t (&sd)[3], bool from_memory) {
     using C = compute_t<T>;
     using V = vec_t<C>;
     constexpr int64_t L = lanes<C>;
@@ -192,7 +190,6 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
     int64_t w = (256 * 1024) / (n * int64_t(sizeof(T)) * 2);
     w = std::max<int64_t>(kLanes, std::min<int64_t>(kMaxW, w)) & ~int64_t(kLanes - 1);
     const bool stream = it.numel() * n * int64_t(sizeof(O)) >= kStreamMin;
-    const bool from_memory = it.numel() * n * int64_t(2 * sizeof(T) + sizeof(O)) > cache_bytes();  // as in run
     const int64_t blocks = (inner + w - 1) / w;
     Iter<3> outer = it;
     outer.ndim = k;
@@ -327,8 +324,9 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     const Iter<3> it = make_iter<3>(gv.shape, gv.ndim, strides, scalar ? -1 : dim);
     const int64_t count = it.numel();
     const bool contig = sd[0] == 1 && sd[1] == 1 && sd[2] == 1;
+    const bool in_cache = count * n * int64_t(2 * sizeof(T) + sizeof(O)) <= cache_bytes();
     if (!contig && it.ndim > 0) {
-        columns(g, y, out, it, n, sd);
+        columns(g, y, out, it, n, sd, !in_cache);
         return;
     }
     // Contiguous lines: pipelined, or each line summed, then written from cache (two passes), by
@@ -340,8 +338,7 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     //   1.2x); pipelined for longer float and double lines (f32 4096x4096: 5% faster, 512x32000:
     //   15%).
     const int64_t line = n * int64_t(sizeof(T));
-    const bool pipelined = count * n * int64_t(2 * sizeof(T) + sizeof(O)) <= cache_bytes()
-                               ? 4 * line <= (int64_t(32) << 10)
+    const bool pipelined = in_cache ? 4 * line <= (int64_t(32) << 10)
                                : sizeof(T) >= 4 && line > (int64_t(8) << 10);
     parallel_for(count, count * n, [&](int64_t b, int64_t e) {
         // (short lines and narrow blocks have their loops only where out has the inputs' dtype:
