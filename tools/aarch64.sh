@@ -103,7 +103,10 @@ fi
 build_suite() {
   local extra=()
   if [ $python = 1 ]; then
+    # the headers named, not searched for: CMake 4.4.5's FindPython re-roots the folder the
+    # interpreter reports (already under $pyroot) below the find roots and misses it
     extra=(-DASCENDGRAD_BUILD_PYTHON=ON -DPython_EXECUTABLE="$arm_python"
+           -DPython_INCLUDE_DIR="$pyroot/usr/include/python3.11"
            -Dpybind11_DIR="$(python -m pybind11 --cmakedir)")
   fi
   cmake -S . -B $out/ctest -G Ninja -DCMAKE_TOOLCHAIN_FILE="$toolchain" -DAG_AARCH64_ROOTS="$gtest_root;$pyroot" \
