@@ -85,6 +85,40 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
     }
 }
 
+// Contiguous rows of at most 4 vectors (10 classes, say), a row per work unit, where the per-row
+// work outweighs the arithmetic: each vector's length and weights worked out once for all rows,
+// and the target column's -a taken in its lane (a compare and a blend) rather than by reloading
+// the stored value. The same arithmetic per element as row_block.
+template <int Mode, class T, class C, class RowF>
+void short_rows(const T *lp, int64_t lr, T *out, int64_t orow, int64_t b, int64_t e, int64_t classes, const C *w,
+                const RowF &row) {
+    using V = vec_t<C>;
+    using E = std::conditional_t<sizeof(C) == 4, int32_t, int64_t>;  // a lane index, as wide as C
+    constexpr int64_t L = lanes<C>;
+    const int nv = int((classes + L - 1) / L);
+    int64_t m[4];
+    V wv[4] = {};
+    typename simd_of<C>::M lane;
+    for (int j = 0; j < L; ++j) lane[j] = E(j);
+    for (int v = 0; v < nv; ++v) {
+        m[v] = std::min(L, classes - v * L);
+        if constexpr (Mode == 2) wv[v] = vload_run<C>(w + v * L, 1, m[v]);
+    }
+    for (int64_t i = b; i < e; ++i) {
+        const T *l = lp + i * lr;
+        T *o = out + i * orow;
+        const auto q = row(i);
+        if (!q.kept) {
+            for (int v = 0; v < nv; ++v) vstore_run(o + v * L, 1, m[v], V{});
+            continue;
+        }
+        for (int v = 0; v < nv; ++v) {
+            const V r = elem<Mode>(vexp(vload_run<C>(l + v * L, 1, m[v])), q.k, q.b, wv[v]);
+            vstore_run(o + v * L, 1, m[v], select(lane == E(q.t - v * L), r - q.a, r));
+        }
+    }
+}
+
 // One weight as a double (a dtype switch per call: for the row constants, one per row).
 inline double weight_at(const View &v, int64_t c) {
     double r = 1;
@@ -151,14 +185,15 @@ void run(const CeArgs &g, const CeScan &scan) {
         bool kept;
         C k, b, a;
     };
-    auto row = [&](int64_t i) {
+    // (by value: the row loops then read the settings from the lambda, not through references)
+    const auto row = [=, ignore = g.ignore_index, wview = &g.weight](int64_t i) {
         Row r{int64_t(tg[i * ts]), true, C(0), C(0), C(0)};
-        if (r.t == g.ignore_index) {  // m_i = 0: the whole row is zero
+        if (r.t == ignore) {  // m_i = 0: the whole row is zero
             r.kept = false;
             return r;
         }
         const double s = per_row ? load<double>(gl + i * gls) : s_all;
-        const double a = s * (1 - eps) * (weighted ? weight_at(g.weight, r.t) : 1.0);
+        const double a = s * (1 - eps) * (weighted ? weight_at(*wview, r.t) : 1.0);
         const double b = smooth ? s * eps / double(classes) : 0.0;
         double k = smooth ? a + b * w_sum : a;
         if (zloss) {
@@ -209,6 +244,12 @@ void run(const CeArgs &g, const CeScan &scan) {
         return;
     }
     const bool contig = lc == 1 && oc == 1;
+    if (contig && classes <= 4 * lanes<C> && kCheapLoad<T>) {  // (else halves' long chains: row_block stages them)
+        parallel_for(n, n * classes, [&](int64_t b, int64_t e) {
+            with_mode([&](auto m) { short_rows<decltype(m)::value>(lp, lr, out, orow, b, e, classes, w, row); });
+        });
+        return;
+    }
     parallel_for(n * blocks, n * classes, [&](int64_t ub, int64_t ue) {
         for (int64_t u = ub; u < ue; ++u) {
             const int64_t i = u / blocks, j0 = (u % blocks) * kBlock, j1 = std::min(classes, j0 + kBlock);

@@ -223,14 +223,6 @@ template <class O, class C> AG_INLINE int64_t aligned_head(const O *po, int64_t 
     return bytes % int64_t(sizeof(O)) == 0 && h < n ? h : -1;
 }
 
-// Whether a vector of T converts in a few instructions (a half without F16C or NEON takes a dozen):
-// an input broadcast along a run is then read like a contiguous one, else converted once per run.
-#if defined(__F16C__) || defined(__AVX512F__) || defined(AG_NEON)
-template <class T> constexpr bool kCheapLoad = true;
-#else
-template <class T> constexpr bool kCheapLoad = !std::is_same_v<T, half_t>;
-#endif
-
 template <class C, class O, class... T, class Op, std::size_t... K>
 void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op) {
     constexpr int N = 1 + int(sizeof...(T));
@@ -333,7 +325,8 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
                 const int64_t all[] = {(void(K), int64_t(-1))...};
                 unit(po, p, all, n);
             } else if (step[0] == 1 && (((step[K + 1] == 0 && kCheapLoad<T>) || step[K + 1] == 1) && ...)) {
-                // (an input broadcast along the run: a scalar gradient, say)
+                // (an input broadcast along the run, a scalar gradient say: read like a contiguous
+                // one where its loads are cheap (simd.h, kCheapLoad), else converted once per run)
                 std::tuple<std::array<T, 2 * lanes<C>>...> rep;
                 ((step[K + 1] == 0 ? std::get<K>(rep).fill(*std::get<K>(p)) : void()), ...);
                 const P q{(step[K + 1] == 0 ? std::get<K>(rep).data() : std::get<K>(p))...};

@@ -540,6 +540,13 @@ template <int B> AG_INLINE void store_short(char *p, const char *buf, int64_t n)
     copy_short<B>(p, buf, n);
 }
 
+// Whether a vector of T converts in a few instructions (a half without F16C or NEON takes a dozen).
+#if defined(__F16C__) || defined(__AVX512F__) || defined(AG_NEON)
+template <class T> constexpr bool kCheapLoad = true;
+#else
+template <class T> constexpr bool kCheapLoad = !std::is_same_v<T, half_t>;
+#endif
+
 // The first m (1 <= m <= lanes<C>) elements p[0], p[s], p[2s], ...; lanes past m are 0.
 template <class C, class T> AG_INLINE vec_t<C> vload_run(const T *p, int64_t s, int64_t m) {
     constexpr int L = lanes<C>;
