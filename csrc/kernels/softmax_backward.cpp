@@ -261,15 +261,26 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
         // A block of at most 4 contiguous vectors a row (a small innermost dim, or many rows): the
         // same sums and outputs in tight loops, the sums in registers and each row's vector lengths
         // fixed (the general loops cost several times more per row); streaming stores and the
-        // prefetch of the next block (next, or null) as there.
-        const auto narrow = [&](const Block &k, const Block *next, auto nv) {
+        // prefetch of the next block (next, or null) as there. Where a vector of T costs a dozen
+        // instructions to convert (half without F16C), the sum pass keeps the converted inputs
+        // (while they fit in L2) for the output pass: each element converted once.
+        const auto narrow = [&](const Block &k, const Block *next, auto nv, auto keep) {
             constexpr int NV = decltype(nv)::value;
+            constexpr bool K = decltype(keep)::value;
+            V *kept = K ? scratch<V>(size_t(J.n) * 2 * NV) : nullptr;
             int64_t m[NV];
             for (int v = 0; v < NV; ++v) m[v] = std::min(L, k.cols - v * L);
             V a[NV] = {};
             for (int64_t d = 0; d < J.n; ++d) {
                 const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
-                for (int v = 0; v < NV; ++v) a[v] += vload_run<C>(pg + v * L, 1, m[v]) * vload_run<C>(py + v * L, 1, m[v]);
+                for (int v = 0; v < NV; ++v) {
+                    const V gv = vload_run<C>(pg + v * L, 1, m[v]), yv = vload_run<C>(py + v * L, 1, m[v]);
+                    a[v] += gv * yv;
+                    if constexpr (K) {
+                        kept[(d * NV + v) * 2] = gv;
+                        kept[(d * NV + v) * 2 + 1] = yv;
+                    }
+                }
             }
             // every row's whole vectors streamed where the first row's are aligned and rows keep it
             constexpr int64_t SB = stream_bytes<O, C>;
@@ -278,11 +289,21 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
                 const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
                 O *po = k.out + d * J.so;
                 for (int v = 0; v < NV; ++v) {
-                    const V r = vload_run<C>(py + v * L, 1, m[v]) * (vload_run<C>(pg + v * L, 1, m[v]) - a[v]);
+                    V r;
+                    if constexpr (K) r = kept[(d * NV + v) * 2 + 1] * (kept[(d * NV + v) * 2] - a[v]);
+                    else r = vload_run<C>(py + v * L, 1, m[v]) * (vload_run<C>(pg + v * L, 1, m[v]) - a[v]);
                     if (st && m[v] == L) vstream(po + v * L, r);
                     else vstore_run(po + v * L, 1, m[v], r);
                 }
                 if (next) prefetch(*next, d);
+            }
+        };
+        const auto narrow_nv = [&](const Block &k, const Block *next, auto keep) {
+            switch (k.nv) {
+                case 1: return narrow(k, next, std::integral_constant<int, 1>{}, keep);
+                case 2: return narrow(k, next, std::integral_constant<int, 2>{}, keep);
+                case 3: return narrow(k, next, std::integral_constant<int, 3>{}, keep);
+                default: return narrow(k, next, std::integral_constant<int, 4>{}, keep);
             }
         };
         for (int64_t u = b; u < e; ++u) {
@@ -291,12 +312,13 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
             const Block *pn = next.g ? &next : nullptr;
             if constexpr (std::is_same_v<T, O>) {  // (see run)
                 if (k.nv <= 4 && J.ig == 1 && J.iy == 1 && J.io == 1) {
-                    switch (k.nv) {
-                        case 1: narrow(k, pn, std::integral_constant<int, 1>{}); break;
-                        case 2: narrow(k, pn, std::integral_constant<int, 2>{}); break;
-                        case 3: narrow(k, pn, std::integral_constant<int, 3>{}); break;
-                        default: narrow(k, pn, std::integral_constant<int, 4>{}); break;
+                    if constexpr (!kCheapLoad<T>) {
+                        if (J.n * k.nv * 2 * int64_t(sizeof(V)) <= (int64_t(512) << 10)) {
+                            narrow_nv(k, pn, std::true_type{});
+                            continue;
+                        }
                     }
+                    narrow_nv(k, pn, std::false_type{});
                     continue;
                 }
             }
