@@ -81,6 +81,8 @@ PAUSE_S = 0.005  # before each timed call (time_interleaved)
 # with the other library's spinning threads
 WARM_PAUSE_S = 0.05
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # bench/_cpu.py, also when this file is loaded by path
+from _cpu import cpu_model, replace_section  # noqa: E402
 
 
 @dataclass
@@ -473,14 +475,8 @@ def c_overhead():
 
 
 def machine(threads):
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
     return {
-        "cpu": model,
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "threads": threads,
         "kernel_isa": _core.kernel_isa() if hasattr(_core, "kernel_isa") else "?",
@@ -708,9 +704,6 @@ def main(argv=None):
     if args.out:
         d = Path(args.out)
         d.mkdir(parents=True, exist_ok=True)
-        sys.path.insert(0, str(HERE))  # (bench/_cpu.py; also when this file is loaded by path)
-        from _cpu import replace_section
-
         replace_section(str(d / "RESULTS.md"), "## Operator benchmarks", text)  # the other sections stay
         info = dict(runs[-1][0], isa_paths=[i["kernel_isa"] for i, _ in runs])
         rows = [asdict(r) for _, rs in runs for r in rs]
