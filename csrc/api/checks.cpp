@@ -78,10 +78,10 @@ aclnnStatus check_same_shape(const char *op, const aclTensor *t, const char *nam
     return ACLNN_SUCCESS;
 }
 
-aclnnStatus check_shape(const char *op, const aclTensor *t, const char *name, const std::vector<int64_t> &expected) {
-    if (t->view != expected)
+aclnnStatus check_shape(const char *op, const aclTensor *t, const char *name, const int64_t *expected, size_t n) {
+    if (t->view.size() != n || !std::equal(expected, expected + n, t->view.begin()))
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: Expected tensor for %s to have size %s, but got %s.", op, name,
-                    shape_str(expected).c_str(), shape_str(t->view).c_str());
+                    shape_str(std::vector<int64_t>(expected, expected + n)).c_str(), shape_str(t->view).c_str());
     return ACLNN_SUCCESS;
 }
 
@@ -120,7 +120,11 @@ Span span_of(const aclTensor *t) {
 
 // True when some element of the view is reachable by two index tuples.
 bool self_overlaps(const aclTensor *t) {
-    std::pair<int64_t, int64_t> dims[kern::kMaxRank];  // |stride|, size (check_tensor: rank <= kMaxRank)
+    // |stride|, size (check_tensor: rank <= kMaxRank); a std::pair array would be zeroed whole first
+    struct Dim {
+        int64_t stride, size;
+        bool operator<(const Dim &o) const { return stride < o.stride || (stride == o.stride && size < o.size); }
+    } dims[kern::kMaxRank];
     int m = 0;
     for (int i = 0; i < t->rank(); ++i)
         if (t->view[i] > 1) dims[m++] = {t->strides[i] < 0 ? -t->strides[i] : t->strides[i], t->view[i]};
@@ -128,8 +132,8 @@ bool self_overlaps(const aclTensor *t) {
         for (int j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
     int64_t reach = 0;  // largest offset reachable with the smaller strides
     for (int i = 0; i < m; ++i) {
-        if (dims[i].first <= reach) return true;
-        reach += dims[i].first * (dims[i].second - 1);
+        if (dims[i].stride <= reach) return true;
+        reach += dims[i].stride * (dims[i].size - 1);
     }
     return false;
 }

@@ -42,8 +42,16 @@ aclnnStatus check_float_dtype(const char *op, const aclTensor *t, const char *na
 // shape(t) == shape(ref) -> else 161002 naming both shapes
 aclnnStatus check_same_shape(const char *op, const aclTensor *t, const char *name, const aclTensor *ref,
                              const char *ref_name);
-aclnnStatus check_shape(const char *op, const aclTensor *t, const char *name,
-                        const std::vector<int64_t> &expected);
+// shape(t) == expected[0, n) -> else 161002 naming both shapes (no allocation unless it fails)
+aclnnStatus check_shape(const char *op, const aclTensor *t, const char *name, const int64_t *expected, size_t n);
+inline aclnnStatus check_shape(const char *op, const aclTensor *t, const char *name,
+                               const std::vector<int64_t> &expected) {
+    return check_shape(op, t, name, expected.data(), expected.size());
+}
+inline aclnnStatus check_shape(const char *op, const aclTensor *t, const char *name,
+                               std::initializer_list<int64_t> expected) {
+    return check_shape(op, t, name, expected.begin(), expected.size());
+}
 
 // NumPy broadcasting of a and b into *out; 161002 naming both shapes when impossible.
 aclnnStatus broadcast_shapes(const char *op, const aclTensor *a, const char *a_name, const aclTensor *b,

@@ -15,8 +15,8 @@ inline namespace AG_ISA_NS {
 template <int N>
 struct Iter {
     int ndim = 0;
-    int64_t shape[kMaxRank] = {};
-    int64_t stride[N][kMaxRank] = {};
+    int64_t shape[kMaxRank];  // the first ndim entries (as View)
+    int64_t stride[N][kMaxRank];
 
     int64_t numel() const {
         int64_t n = 1;
@@ -67,7 +67,7 @@ inline View broadcast_to(const View &v, const int64_t *shape, int ndim) {
 template <int N>
 struct Walker {
     const Iter<N> &it;
-    int64_t idx[kMaxRank] = {};
+    int64_t idx[kMaxRank];  // the first it.ndim entries
     int64_t off[N] = {};
 
     Walker(const Iter<N> &iter, int64_t pos) : it(iter) {
