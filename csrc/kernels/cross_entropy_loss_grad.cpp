@@ -77,10 +77,43 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
         alignas(64) V e[kStage / L];
         for (int64_t c = j0; c < j1; c += kStage) {
             const int64_t ce = std::min(j1, c + kStage);
-            for (int64_t j = c, q = 0; j < ce; j += L, ++q) e[q] = vexp(vload_run<C>(l + j * lc, lc, std::min(L, ce - j)));
-            for (int64_t j = c, q = 0; j < ce; j += L, ++q) put(j, std::min(L, ce - j), e[q]);
-            if (t >= c && t < ce)
-                store(o + t * oc, C(elem<Mode>(e[(t - c) / L][(t - c) % L], k, b, Mode == 2 ? w[t] : C(0)) - a));
+            int64_t j = c, q = 0;
+#if defined(__SSE2__)
+            // bfloat16 rows by pairs of vectors (simd.h, vload_pair): half the conversion work;
+            // e[q], e[q + 1] then hold the pair's elements in vload_pair's lane order
+            constexpr bool pairs = Contig && Mode != 2 && std::is_same_v<T, bf16_t>;
+            const int64_t pe = pairs ? c + (ce - c) / (2 * L) * (2 * L) : c;
+            if constexpr (pairs) {
+                for (; j < pe; j += 2 * L, q += 2) {
+                    V x, y;
+                    vload_pair(l + j, x, y);
+                    e[q] = vexp(x);
+                    e[q + 1] = vexp(y);
+                }
+            }
+#else
+            const int64_t pe = c;
+#endif
+            for (; j < ce; j += L, ++q) e[q] = vexp(vload_run<C>(l + j * lc, lc, std::min(L, ce - j)));
+            j = c, q = 0;
+#if defined(__SSE2__)
+            if constexpr (pairs) {
+                for (; j < pe; j += 2 * L, q += 2) {
+                    const vreg r = bf16_pair(elem<Mode>(e[q], k, b, V{}), elem<Mode>(e[q + 1], k, b, V{}));
+                    std::memcpy(o + j, &r, sizeof r);
+                }
+            }
+#endif
+            for (; j < ce; j += L, ++q) put(j, std::min(L, ce - j), e[q]);
+            if (t >= c && t < ce) {
+                // t's lane in e: in a pair, 128-bit blocks of 8 elements, 4 to each vector
+                int64_t r = t - c, qt = r / L, lt = r % L;
+                if (t < pe) {
+                    const int64_t p = r / (2 * L) * 2, s = r % (2 * L);
+                    qt = p + (s % 8) / 4, lt = s / 8 * 4 + s % 4;
+                }
+                store(o + t * oc, C(elem<Mode>(e[qt][lt], k, b, Mode == 2 ? w[t] : C(0)) - a));
+            }
         }
     }
 }
