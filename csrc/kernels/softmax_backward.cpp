@@ -14,6 +14,15 @@ namespace ag::kern {
 inline namespace AG_ISA_NS {
 namespace {
 
+// columns' bfloat16 loops by pairs of vectors (x86: simd.h, vload_pair): input and output bf16
+template <class T, class O>
+constexpr bool kBf16Pairs =
+#if defined(__SSE2__)
+    std::is_same_v<T, bf16_t> && std::is_same_v<O, bf16_t>;
+#else
+    false;
+#endif
+
 constexpr int kLanes = 16;  // partial sums of a line: one float vector, two double vectors
 constexpr int64_t kMaxW = 1024;  // columns per block of a reduction over an outer dim (longer runs per row: the prefetchers follow them)
 
@@ -219,9 +228,23 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
         // Rows of a block: full vectors of a contiguous row in a tight loop (the fewer instructions
         // per vector, the more loads the CPU keeps in flight: the rows sit a stride apart, each
         // a new stream for the prefetchers), then any rest element by vector run.
+        // bfloat16 through and through, all contiguous: whole pairs of vectors (simd.h, vload_pair)
+        // in both passes, so each column keeps its lane in a; half the conversion work
+        [[maybe_unused]] const bool pairs = kBf16Pairs<T, O> && J.ig == 1 && J.iy == 1 && J.io == 1;
         const auto sum = [&](V *a, const Block &k, int64_t d) {  // row d of a block into its sums
             const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
             int64_t v = 0;
+#if defined(__SSE2__)
+            if constexpr (kBf16Pairs<T, O>)
+                if (pairs)
+                    for (const int64_t full2 = k.cols / (2 * L) * 2; v < full2; v += 2) {
+                        V g0, g1, y0, y1;
+                        vload_pair(pg + v * L, g0, g1);
+                        vload_pair(py + v * L, y0, y1);
+                        a[v] += g0 * y0;
+                        a[v + 1] += g1 * y1;
+                    }
+#endif
             if (J.ig == 1 && J.iy == 1)
                 for (const int64_t full = k.cols / L; v < full; ++v) a[v] += vload<C>(pg + v * L) * vload<C>(py + v * L);
             for (; v < k.nv; ++v) {
@@ -235,6 +258,19 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
             int64_t v = 0;
             if (J.ig == 1 && J.iy == 1 && J.io == 1) {
                 const int64_t full = k.cols / L;
+#if defined(__SSE2__)
+                if constexpr (kBf16Pairs<T, O>) {
+                    const bool st = stream && reinterpret_cast<uintptr_t>(po) % sizeof(vreg) == 0;
+                    for (const int64_t full2 = k.cols / (2 * L) * 2; v < full2; v += 2) {
+                        V g0, g1, y0, y1;
+                        vload_pair(pg + v * L, g0, g1);
+                        vload_pair(py + v * L, y0, y1);
+                        const vreg r = bf16_pair(y0 * (g0 - a[v]), y1 * (g1 - a[v + 1]));
+                        if (st) stream_reg(po + v * L, r);
+                        else std::memcpy(po + v * L, &r, sizeof r);
+                    }
+                }
+#endif
                 if (stream && reinterpret_cast<uintptr_t>(po) % stream_bytes<O, C> == 0)
                     for (; v < full; ++v) vstream(po + v * L, vload<C>(py + v * L) * (vload<C>(pg + v * L) - a[v]));
                 for (; v < full; ++v) vstore(po + v * L, vload<C>(py + v * L) * (vload<C>(pg + v * L) - a[v]));
