@@ -464,6 +464,14 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
 // writes no byte past n (nor reads one).
 // Short runs (a line of 10 classes, a row of 12 columns) are then a few instructions, not a
 // loop per element.
+// (GCC, inlining a copy from or into a small buffer, misses that each branch holds n >= k and
+// that a vector store filled the buffer: false -Warray-bounds / -Wmaybe-uninitialized reports
+// per call site, silenced here only)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 template <int B> AG_INLINE void copy_short(char *d, const char *s, int64_t n) {
     const auto two = [&](auto k) {
         std::memcpy(d, s, k);
@@ -477,6 +485,9 @@ template <int B> AG_INLINE void copy_short(char *d, const char *s, int64_t n) {
     else if (n >= 2) two(std::integral_constant<size_t, 2>{});
     else if (n == 1) *d = *s;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #if AG_VEC_BYTES == 32
 template <int B> AG_INLINE auto dword_mask(int64_t k) {  // the first k of B / 4 32-bit lanes
     if constexpr (B == 32) return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
