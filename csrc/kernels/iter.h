@@ -1,8 +1,9 @@
 // Iterating over several strided views of one shape: dims merged where every view allows it,
-// work split into contiguous static ranges so results never depend on the thread count.
+// work split into contiguous ranges so results never depend on the thread count.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 
 #include <omp.h>
 
@@ -88,21 +89,40 @@ struct Walker {
     }
 };
 
-// Runs f(begin, end) over [0, n) split into one contiguous range per thread. `work` (elements
-// touched) decides whether threads are worth starting at all.
+// Runs f(begin, end) over [0, n). Each thread owns one contiguous range and takes it in up to 8
+// pieces (of at least 64 K elements touched), in order; a thread done with its own range takes
+// the next pieces of the others'. So a thread that runs slower (a busy sibling hyperthread, a VM's
+// neighbour, an efficiency core) leaves its last pieces to the others instead of keeping them
+// waiting, and otherwise each thread touches the same elements call after call (its caches keep
+// them). Results never depend on the split: every caller computes each element (row, block) on
+// its own. `work` (elements touched) decides whether threads are worth starting at all.
 template <class F>
 void parallel_for(int64_t n, int64_t work, F &&f) {
+    constexpr int kMaxOwners = 64;  // (more threads: each its own range in one piece)
     const int t = threads_for(work);
     if (t <= 1 || n <= 1) {
         if (n > 0) f(int64_t(0), n);
         return;
     }
+    struct alignas(64) Taken {  // pieces of one owner's range handed out so far
+        std::atomic<int> next{0};
+    };
+    Taken taken[kMaxOwners];
 #pragma omp parallel num_threads(t)
     {
-        const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-        const int64_t chunk = (n + nt - 1) / nt;
-        const int64_t b = std::min(n, id * chunk), e = std::min(n, b + chunk);
-        if (b < e) f(b, e);
+        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        const int64_t range = (n + nt - 1) / nt;
+        const int parts = nt > kMaxOwners ? 1 : int(std::clamp<int64_t>(work / nt >> 16, 1, 8));
+        for (int k = 0; k < (parts > 1 ? nt : 1); ++k) {  // its own range, then the others' from the next on
+            const int r = (id + k) % nt;
+            const int64_t rb = std::min(n, r * range), re = std::min(n, rb + range);
+            const int64_t piece = (re - rb + parts - 1) / parts;
+            for (int q = 0; rb < re && q < parts; ++q) {
+                if (parts > 1 && (q = taken[r].next.fetch_add(1, std::memory_order_relaxed)) >= parts) break;
+                const int64_t b = std::min(re, rb + q * piece), e = std::min(re, b + piece);
+                if (b < e) f(b, e);
+            }
+        }
     }
 }
 
