@@ -81,7 +81,7 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
 #if defined(__SSE2__)
             // bfloat16 rows by pairs of vectors (simd.h, vload_pair): half the conversion work;
             // e[q], e[q + 1] then hold the pair's elements in vload_pair's lane order
-            constexpr bool pairs = Contig && Mode != 2 && std::is_same_v<T, bf16_t>;
+            constexpr bool pairs = Contig && Mode != 2 && kBf16Pairs<T>;
             const int64_t pe = pairs ? c + (ce - c) / (2 * L) * (2 * L) : c;
             if constexpr (pairs) {
                 for (; j < pe; j += 2 * L, q += 2) {
@@ -106,12 +106,10 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
 #endif
             for (; j < ce; j += L, ++q) put(j, std::min(L, ce - j), e[q]);
             if (t >= c && t < ce) {
-                // t's lane in e: in a pair, 128-bit blocks of 8 elements, 4 to each vector
-                int64_t r = t - c, qt = r / L, lt = r % L;
-                if (t < pe) {
-                    const int64_t p = r / (2 * L) * 2, s = r % (2 * L);
-                    qt = p + (s % 8) / 4, lt = s / 8 * 4 + s % 4;
-                }
+                // t's lane in e (in a pair: vload_pair's order)
+                const int64_t r = t - c, s = r % (2 * L);
+                const int64_t qt = t < pe ? r / (2 * L) * 2 + pair_vector(s) : r / L;
+                const int64_t lt = t < pe ? pair_lane(s) : r % L;
                 store(o + t * oc, C(elem<Mode>(e[qt][lt], k, b, Mode == 2 ? w[t] : C(0)) - a));
             }
         }

@@ -69,10 +69,11 @@ AG_INLINE void run_vectors(const Op &op, int64_t i, int64_t e, In in, Out out) {
     }
 }
 
-#if defined(__SSE2__)
 // map's bfloat16 loops in pairs of vectors (simd.h, vload_pair): all operands and out bf16.
 template <class C, class O, class... T>
-constexpr bool kPairs = std::is_same_v<C, float> && std::is_same_v<O, bf16_t> && (std::is_same_v<T, bf16_t> && ...);
+constexpr bool kPairs = std::is_same_v<C, float> && kBf16Pairs<O, T...>;
+
+#if defined(__SSE2__)
 
 // out(j, a, b) for the pairs of vectors at j = i, i + 2L, ... < e (e - i a multiple of 2L), a and b
 // in vload_pair's order; in2(j) gives the inputs' pairs as two tuples. A staged op in two passes.
@@ -101,8 +102,6 @@ AG_INLINE void run_pairs(const Op &op, int64_t i, int64_t e, In2 in2, Out2 out2)
         }
     }
 }
-#else
-template <class C, class O, class... T> constexpr bool kPairs = false;
 #endif
 
 // True when every view has the same strides over its dims of size > 1 and those strides lay

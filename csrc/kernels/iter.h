@@ -113,16 +113,17 @@ void parallel_for(int64_t n, int64_t work, F &&f) {
         const int nt = omp_get_num_threads(), id = omp_get_thread_num();
         const int64_t range = (n + nt - 1) / nt;
         const int parts = nt > kMaxOwners ? 1 : int(std::clamp<int64_t>(work / nt >> 16, 1, 8));
-        for (int k = 0; k < (parts > 1 ? nt : 1); ++k) {  // its own range, then the others' from the next on
-            const int r = (id + k) % nt;
+        const auto run = [&](int r, int q) {  // piece q of owner r's range
             const int64_t rb = std::min(n, r * range), re = std::min(n, rb + range);
             const int64_t piece = (re - rb + parts - 1) / parts;
-            for (int q = 0; rb < re && q < parts; ++q) {
-                if (parts > 1 && (q = taken[r].next.fetch_add(1, std::memory_order_relaxed)) >= parts) break;
-                const int64_t b = std::min(re, rb + q * piece), e = std::min(re, b + piece);
-                if (b < e) f(b, e);
-            }
-        }
+            const int64_t b = std::min(re, rb + q * piece), e = std::min(re, b + piece);
+            if (b < e) f(b, e);
+        };
+        if (parts == 1) run(id, 0);
+        else
+            for (int k = 0; k < nt; ++k)  // its own range, then the others' from the next on
+                for (int q; (q = taken[(id + k) % nt].next.fetch_add(1, std::memory_order_relaxed)) < parts;)
+                    run((id + k) % nt, q);
     }
 }
 

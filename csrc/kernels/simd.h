@@ -352,6 +352,10 @@ AG_INLINE vu bf16_rounded(vf v) {
 }
 AG_INLINE vu bf16_bits(vf v) { return bf16_rounded(v) >> 16; }
 
+// In a pair of vectors (vload_pair, below), element s (< 2 lanes<float>) is lane pair_lane(s) of
+// vector pair_vector(s) (0: a, 1: b): 128-bit blocks of 8 elements, 4 to each vector.
+constexpr int64_t pair_vector(int64_t s) { return s % 8 / 4; }
+constexpr int64_t pair_lane(int64_t s) { return s / 8 * 4 + s % 4; }
 #if defined(__SSE2__)
 // bfloat16 two vectors at a time (x86): one whole-register load unpacked with zeros within its
 // 128-bit blocks gives floats in the lane order 0-3, 8-11, ... (a) and 4-7, 12-15, ... (b);
@@ -398,6 +402,14 @@ AG_INLINE vreg bf16_pair(vf a, vf b) {
     return AG_PAIR(packs_epi32)(AG_PAIR(srai_epi32)((vreg)ra, 16), AG_PAIR(srai_epi32)((vreg)rb, 16));
 }
 #undef AG_PAIR
+#endif
+// Whether loops over these element types (all bfloat16) can go by pairs of vectors (x86 only).
+template <class... T>
+constexpr bool kBf16Pairs =
+#if defined(__SSE2__)
+    (std::is_same_v<T, bf16_t> && ...);
+#else
+    false;
 #endif
 
 template <class O, class V> AG_INLINE void vstore(O *p, V v) {

@@ -14,15 +14,6 @@ namespace ag::kern {
 inline namespace AG_ISA_NS {
 namespace {
 
-// columns' bfloat16 loops by pairs of vectors (x86: simd.h, vload_pair): input and output bf16
-template <class T, class O>
-constexpr bool kBf16Pairs =
-#if defined(__SSE2__)
-    std::is_same_v<T, bf16_t> && std::is_same_v<O, bf16_t>;
-#else
-    false;
-#endif
-
 constexpr int kLanes = 16;  // partial sums of a line: one float vector, two double vectors
 constexpr int64_t kMaxW = 1024;  // columns per block of a reduction over an outer dim (longer runs per row: the prefetchers follow them)
 
