@@ -318,23 +318,28 @@ def kl_div_case(dname, name, shape):
 
 
 def cases(quick, sweep=False):
-    """Makers of every case, built one at a time (the large ones hold 3-5 tensors of 64 MiB)."""
+    """("operator case dtype", maker) of every case; a maker builds its data when called (the large
+    ones hold 3-5 tensors of 64 MiB), so a case that --only skips costs nothing."""
+    def case(op, make, dname, name, *rest):
+        label = f" ls={rest[-1]}" if op == "cross_entropy_loss_grad" and rest[-1] else ""
+        return f"{op} {name}{label} {dname}", partial(make, dname, name, *rest)
+
     for dname in DTYPES:
         for name, shape in sizes(dname, quick, sweep):
-            yield partial(softmax_case, dname, name, shape, 1)
-            yield partial(logsigmoid_case, dname, name, shape)
-            yield partial(softshrink_case, dname, name, shape)
-            yield partial(cross_entropy_case, dname, name, shape, 0.0)
-            yield partial(cross_entropy_case, dname, name, shape, 0.1)
-            yield partial(kl_div_case, dname, name, shape)
+            yield case("softmax_backward", softmax_case, dname, name, shape, 1)
+            yield case("log_sigmoid_backward", logsigmoid_case, dname, name, shape)
+            yield case("softshrink_backward", softshrink_case, dname, name, shape)
+            yield case("cross_entropy_loss_grad", cross_entropy_case, dname, name, shape, 0.0)
+            yield case("cross_entropy_loss_grad", cross_entropy_case, dname, name, shape, 0.1)
+            yield case("kl_div_backward", kl_div_case, dname, name, shape)
         if not quick:
-            yield partial(softmax_case, dname, "64x1024x64 dim 1", (64, 1024, 64), 1)
-            yield partial(softmax_case, dname, "32x64x4096 dim 1", (32, 64, 4096), 1)
-            yield partial(softmax_case, dname, "512x32000", (512, 32000), 1)
+            yield case("softmax_backward", softmax_case, dname, "64x1024x64 dim 1", (64, 1024, 64), 1)
+            yield case("softmax_backward", softmax_case, dname, "32x64x4096 dim 1", (32, 64, 4096), 1)
+            yield case("softmax_backward", softmax_case, dname, "512x32000", (512, 32000), 1)
             # short lines and a small innermost dim: per-line costs, partial vectors
-            yield partial(softmax_case, dname, "65536x10", (65536, 10), 1)
-            yield partial(softmax_case, dname, "16x4096x8 dim 1", (16, 4096, 8), 1)
-            yield partial(cross_entropy_case, dname, "65536x10", (65536, 10), 0.0)
+            yield case("softmax_backward", softmax_case, dname, "65536x10", (65536, 10), 1)
+            yield case("softmax_backward", softmax_case, dname, "16x4096x8 dim 1", (16, 4096, 8), 1)
+            yield case("cross_entropy_loss_grad", cross_entropy_case, dname, "65536x10", (65536, 10), 0.0)
 
 
 # ---- timing ----
@@ -641,10 +646,11 @@ def run_one(args):
     info = machine(threads)
     env = {"cpu": info["cpu"], "isa": info["kernel_isa"], "threads": threads}
     rows = []
-    for make in cases(args.quick, args.sweep):
-        c = make()
-        if args.only and not re.search(args.only, f"{c.op} {c.case} {c.dtype}"):
+    for label, make in cases(args.quick, args.sweep):
+        if args.only and not re.search(args.only, label):
             continue
+        c = make()
+        assert label == f"{c.op} {c.case} {c.dtype}", label
         rows.append(run_case(c, args.reps, env))
         r = rows[-1]
         print(f"{r.isa:8s} {r.op:24s} {r.case:18s} {r.dtype:4s} ours {r.ours_ms:9.4f} ms  torch "
