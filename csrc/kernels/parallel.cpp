@@ -4,8 +4,9 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <string>
 
 #include <omp.h>
@@ -34,6 +35,19 @@ int num_threads() {
 
 void set_num_threads(int n) { g_threads.store(n > 0 ? n : omp_get_max_threads()); }
 
+// One token of a sysfs file ("%d", "%63s"), read with stdio, not iostreams: an istream goes through
+// the locale's facets, and where the toolchain linked part of libstdc++ into this library while the
+// process had loaded another libstdc++, those facets came from the other copy and the first call
+// crashed in codecvt (seen with g++ 13 on Ubuntu 24.04).
+template <class T>
+static bool read_token(const std::string& path, const char* format, T* value) {
+    std::FILE* f = std::fopen(path.c_str(), "r");
+    if (!f) return false;
+    const bool ok = std::fscanf(f, format, value) == 1;
+    std::fclose(f);
+    return ok;
+}
+
 // The largest cache level's size from sysfs: the instance a core shares (glibc's sysconf can report
 // another, e.g. 384 MiB in a VM whose sysfs and lscpu say 32 MiB).
 int64_t cache_bytes() {
@@ -42,12 +56,13 @@ int64_t cache_bytes() {
         int best_level = 0;
         for (int i = 0; i < 16; ++i) {
             const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-            std::ifstream lf(dir + "level"), sf(dir + "size");
             int level = 0;
-            std::string size;
-            if (!(lf >> level) || !(sf >> size) || size.empty()) continue;
-            const int64_t unit = size.back() == 'K' ? 1 << 10 : size.back() == 'M' ? 1 << 20 : 1;
-            const int64_t b = std::atoll(size.c_str()) * unit;
+            char size[64] = {};
+            if (!read_token(dir + "level", "%d", &level) || !read_token(dir + "size", "%63s", size) || !size[0])
+                continue;
+            const char unit_char = size[std::strlen(size) - 1];
+            const int64_t unit = unit_char == 'K' ? 1 << 10 : unit_char == 'M' ? 1 << 20 : 1;
+            const int64_t b = std::atoll(size) * unit;
             if (level > best_level || (level == best_level && b > best)) best_level = level, best = b;
         }
         return best > 0 ? best : int64_t(8) << 20;
