@@ -21,16 +21,14 @@ constexpr const char *kArgs[] = {"gradLoss",          "logProb",             "ta
                                  "gradZlossOptional", "lseForZlossOptional", "out"};
 
 struct CrossEntropyLossGradExec : Executor {
-    kern::CeArgs args;
+    kern::CeReduction reduction = kern::CeReduction::Mean;
+    int64_t ignore_index = -100;
+    double label_smoothing = 0, zloss_scale = 0;
     aclnnStatus run(const IO &io, void *) const override {
-        kern::CeArgs a = args;  // views may have been repointed (aclSetInputTensorAddr)
-        a.grad_loss = io[kGradLoss];
-        a.log_prob = io[kLogProb];
-        a.target = io[kTarget];
-        a.weight = io[kWeight];
-        a.grad_zloss = io[kGradZloss];
-        a.lse = io[kLse];
-        a.out = io[kOut];
+        // the views as launched (they may have been repointed: aclSetInputTensorAddr), the rest as prepared
+        const kern::CeArgs a{io[kGradLoss], io[kLogProb], io[kTarget],  io[kWeight], io[kGradZloss],
+                             io[kLse],      io[kOut],     reduction,     ignore_index, label_smoothing,
+                             zloss_scale};
         const int64_t classes = a.log_prob.shape[1];
         const kern::CeScan scan = kern::cross_entropy_scan(a.target, a.weight, classes, a.ignore_index);
         if (scan.bad_row >= 0)
@@ -121,22 +119,22 @@ aclnnStatus prepare(const aclTensor *gradLoss, const aclTensor *logProb, const a
                                   {lse, "lseForZlossOptional"}},
                                  true));
 
-    auto exec = std::make_unique<CrossEntropyLossGradExec>();
+    auto exec = new_executor<CrossEntropyLossGradExec>();
     exec->op = kOp;
     exec->names = kArgs;
     if (zeta == 0) exec->unread = 1u << kGradZloss | 1u << kLse;
-    exec->args.reduction = red;
-    exec->args.ignore_index = ignoreIndex;
-    exec->args.label_smoothing = labelSmoothing;
-    exec->args.zloss_scale = zeta;
-    exec->io[kGradLoss] = to_view(*gradLoss);
-    exec->io[kLogProb] = to_view(*logProb);
-    exec->io[kTarget] = to_view(*target);
-    if (weight) exec->io[kWeight] = to_view(*weight);
+    exec->reduction = red;
+    exec->ignore_index = ignoreIndex;
+    exec->label_smoothing = labelSmoothing;
+    exec->zloss_scale = zeta;
+    set_view(exec->io[kGradLoss], *gradLoss);
+    set_view(exec->io[kLogProb], *logProb);
+    set_view(exec->io[kTarget], *target);
+    if (weight) set_view(exec->io[kWeight], *weight);
     // With zeta == 0 the z-loss inputs are validated but the kernel does not read them.
-    if (gradZloss) exec->io[kGradZloss] = to_view(*gradZloss);
-    if (lse) exec->io[kLse] = to_view(*lse);
-    exec->io[kOut] = to_view(*out);
+    if (gradZloss) set_view(exec->io[kGradZloss], *gradZloss);
+    if (lse) set_view(exec->io[kLse], *lse);
+    set_view(exec->io[kOut], *out);
     exec->n_in = 6;
     exec->n_out = 1;
     exec->empty = n == 0;  // out is (0, C): nothing to compute, whatever the reduction

@@ -196,7 +196,7 @@ static aclnnStatus set_addr(const char *fn, aclOpExecutor *executor, size_t inde
                     ag::shape_str(tensor->view).c_str());
     if (!addr && tensor->numel() > 0) return fail(ACLNN_ERR_PARAM_NULLPTR, "%s: addr is nullptr.", fn);
     tensor->data = addr;
-    v = ag::to_view(*tensor);
+    ag::set_view(v, *tensor);
     exec->mc_reported &= ~(1u << ((output ? exec->n_in : 0) + index));  // memcheck: checked again at launch
     return ACLNN_SUCCESS;
 }

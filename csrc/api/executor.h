@@ -39,6 +39,13 @@ struct Executor {
     virtual aclnnStatus run(const IO &io, void *workspace) const = 0;
 };
 
+// A new executor, default-initialized: make_unique's value-initialization would first zero the
+// whole object, the 25 dims of each of its views included (kilobytes per call).
+template <class E>
+std::unique_ptr<E> new_executor() {
+    return std::unique_ptr<E>(new E);
+}
+
 // Phase 1 tail: registers exec and hands out its handle and workspace size.
 aclnnStatus publish(std::unique_ptr<Executor> exec, uint64_t *workspaceSize, aclOpExecutor **executor);
 

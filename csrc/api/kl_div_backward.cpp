@@ -71,7 +71,7 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
     AG_CHECK(check_output_memory(kOp, out, "out",
                                  {{gradOutput, "gradOutput"}, {self, "self"}, {target, "target"}}, true));
 
-    auto exec = std::make_unique<KlDivBackwardExec>();
+    auto exec = new_executor<KlDivBackwardExec>();
     exec->op = kOp;
     exec->names = kArgs;
     exec->unread = 1u << 1;
@@ -91,10 +91,10 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
     if (reduction == 1) a.scale = bn > 0 ? 1.0 / double(bn) : 1.0;
     else if (reduction == 3) a.scale = b.empty() || b[0] == 0 ? 1.0 : 1.0 / double(b[0]);
     else a.scale = 1.0;
-    exec->io[0] = to_view(*gradOutput);
-    exec->io[1] = to_view(*self);  // not read (the gradient does not depend on self's values)
-    exec->io[2] = to_view(*target);
-    exec->io[3] = to_view(*out);
+    set_view(exec->io[0], *gradOutput);
+    set_view(exec->io[1], *self);  // not read (the gradient does not depend on self's values)
+    set_view(exec->io[2], *target);
+    set_view(exec->io[3], *out);
     exec->n_in = 3;
     exec->n_out = 1;
     // An empty self has nothing to compute. An empty B with a non-empty self is not empty: out

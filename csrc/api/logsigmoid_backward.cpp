@@ -39,17 +39,17 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
     // buffer is not read, so gradInput may overlap it
     AG_CHECK(check_output_memory(kOp, gradInput, "gradInput", {{gradOutput, "gradOutput"}, {self, "self"}}, true));
 
-    auto exec = std::make_unique<LogSigmoidBackwardExec>();
+    auto exec = new_executor<LogSigmoidBackwardExec>();
     exec->op = kOp;
     exec->names = kArgs;
     exec->unread = 1u << 2;
-    exec->io[0] = to_view(*gradOutput);
-    exec->io[1] = to_view(*self);
+    set_view(exec->io[0], *gradOutput);
+    set_view(exec->io[1], *self);
     // Kept only so that aclSetInputTensorAddr(…, 2, …) works as for any input; a buffer that
     // describes no view a kernel could take stays "not given" (its shape is not checked).
     if (buffer->rank() <= kern::kMaxRank && !buffer->numel_overflow && buffer->negative_dim < 0)
-        exec->io[2] = to_view(*buffer);
-    exec->io[3] = to_view(*gradInput);
+        set_view(exec->io[2], *buffer);
+    set_view(exec->io[3], *gradInput);
     exec->n_in = 3;
     exec->n_out = 1;
     exec->empty = gradOutput->numel() == 0;

@@ -77,8 +77,7 @@ kern::DType to_kern(aclDataType t) {
     }
 }
 
-kern::View to_view(const aclTensor &t) {
-    kern::View v;
+void set_view(kern::View &v, const aclTensor &t) {
     v.dtype = to_kern(t.dtype);
     v.ndim = t.rank();
     v.data = static_cast<char *>(t.data) + t.offset * int64_t(aclDataTypeSize(t.dtype));
@@ -86,7 +85,6 @@ kern::View to_view(const aclTensor &t) {
         v.shape[i] = t.view[i];
         v.stride[i] = t.strides[i];
     }
-    return v;
 }
 
 double scalar_value(const aclScalar &s) {

@@ -42,8 +42,9 @@ std::string dtype_list_str(std::initializer_list<aclDataType> list);
 bool is_float(aclDataType t);                     // f16, bf16, f32, f64
 kern::DType to_kern(aclDataType t);               // for validated dtypes only
 
-// The kernel's view of a validated tensor (rank <= kern::kMaxRank, no negative dim): data points at element 0.
-kern::View to_view(const aclTensor &t);
+// v = the kernel's view of a validated tensor (rank <= kern::kMaxRank, no negative dim): data points
+// at element 0. Written in place, only the first rank dims: a returned View is copied whole.
+void set_view(kern::View &v, const aclTensor &t);
 
 // A scalar's value as double (any numeric dtype).
 double scalar_value(const aclScalar &s);

@@ -41,13 +41,13 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *output, int64_
     AG_CHECK(check_same_shape(kOp, out, "out", gradOutput, "gradOutput"));
     AG_CHECK(check_output_memory(kOp, out, "out", {{gradOutput, "gradOutput"}, {output, "output"}}, true));
 
-    auto exec = std::make_unique<SoftmaxBackwardExec>();
+    auto exec = new_executor<SoftmaxBackwardExec>();
     exec->op = kOp;
     exec->names = kArgs;
     exec->dim = gradOutput->rank() == 0 ? 0 : int(dim < 0 ? dim + rank : dim);
-    exec->io[0] = to_view(*gradOutput);
-    exec->io[1] = to_view(*output);
-    exec->io[2] = to_view(*out);
+    set_view(exec->io[0], *gradOutput);
+    set_view(exec->io[1], *output);
+    set_view(exec->io[2], *out);
     exec->n_in = 2;
     exec->n_out = 1;
     exec->empty = gradOutput->numel() == 0;

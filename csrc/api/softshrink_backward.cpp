@@ -59,13 +59,13 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
     AG_CHECK(check_lambd(lambd));
     AG_CHECK(check_output_memory(kOp, gradInput, "gradInput", {{gradOutput, "gradOutput"}, {self, "self"}}, true));
 
-    auto exec = std::make_unique<SoftshrinkBackwardExec>();
+    auto exec = new_executor<SoftshrinkBackwardExec>();
     exec->op = kOp;
     exec->names = kArgs;
     exec->lambd = scalar_value(*lambd);
-    exec->io[0] = to_view(*gradOutput);
-    exec->io[1] = to_view(*self);
-    exec->io[2] = to_view(*gradInput);
+    set_view(exec->io[0], *gradOutput);
+    set_view(exec->io[1], *self);
+    set_view(exec->io[2], *gradInput);
     exec->n_in = 2;
     exec->n_out = 1;
     exec->empty = gradInput->numel() == 0;
