@@ -39,6 +39,15 @@ struct View {
     int64_t shape[kMaxRank];
     int64_t stride[kMaxRank];
 
+    View() = default;
+    // A copy takes the first ndim dims only, for the same reason (a call copies views a dozen times).
+    View(const View &v) { *this = v; }
+    View &operator=(const View &v) {
+        data = v.data, dtype = v.dtype, ndim = v.ndim;
+        for (int d = 0; d < ndim; ++d) shape[d] = v.shape[d], stride[d] = v.stride[d];
+        return *this;
+    }
+
     int64_t numel() const;  // out of line (dispatch.cpp): one copy, compiled for any CPU
 };
 
