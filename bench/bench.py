@@ -235,6 +235,11 @@ def softshrink_case(dname, name, shape):
     return c
 
 
+def smoothing_label(eps):
+    """Cross entropy's case-name suffix for label smoothing eps."""
+    return "" if eps == 0 else f" ls={eps}"
+
+
 def cross_entropy_case(dname, name, shape, eps):
     dt = DTYPES[dname]
     n, classes = shape
@@ -243,8 +248,7 @@ def cross_entropy_case(dname, name, shape, eps):
     target = np.random.default_rng(8).integers(0, classes, n)
     gl = np.array(1.0, dt)
     out = np.empty_like(lp)
-    label = "" if eps == 0 else f" ls={eps}"
-    c = Case("cross_entropy_loss_grad", name + label, dname, 2 * lp.nbytes + target.nbytes, lp.nbytes,
+    c = Case("cross_entropy_loss_grad", name + smoothing_label(eps), dname, 2 * lp.nbytes + target.nbytes, lp.nbytes,
              lambda: ascendgrad.cross_entropy_loss_grad(gl, lp, target, label_smoothing=eps, out=out),
              lambda: ascendgrad.cross_entropy_loss_grad(gl, lp, target, label_smoothing=eps))
     c.out_shape, c.out_dtype = out.shape, out.dtype
@@ -321,7 +325,7 @@ def cases(quick, sweep=False):
     """("operator case dtype", maker) of every case; a maker builds its data when called (the large
     ones hold 3-5 tensors of 64 MiB), so a case that --only skips costs nothing."""
     def case(op, make, dname, name, *rest):
-        label = f" ls={rest[-1]}" if op == "cross_entropy_loss_grad" and rest[-1] else ""
+        label = smoothing_label(rest[-1]) if make is cross_entropy_case else ""
         return f"{op} {name}{label} {dname}", partial(make, dname, name, *rest)
 
     for dname in DTYPES:
