@@ -65,7 +65,15 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
         vstore_run(o + j * oc, oc, m, elem<Mode>(e, k, b, Mode == 2 ? vload_run<C>(w + j, 1, m) : V{}));
     };
     if constexpr (sizeof(T) == sizeof(C)) {
-        for (int64_t j = j0; j < j1; j += L) {
+        int64_t j = j0;
+        if constexpr (kExpPairs<C>)
+            for (; j + 2 * L <= j1; j += 2 * L) {
+                V e0 = vload_run<C>(l + j * lc, lc, L), e1 = vload_run<C>(l + (j + L) * lc, lc, L);
+                vexp2(e0, e1);
+                put(j, L, e0);
+                put(j + L, L, e1);
+            }
+        for (; j < j1; j += L) {
             const int64_t m = std::min(L, j1 - j);
             put(j, m, vexp(vload_run<C>(l + j * lc, lc, m)));
         }
@@ -87,13 +95,20 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
                 for (; j < pe; j += 2 * L, q += 2) {
                     V x, y;
                     vload_pair(l + j, x, y);
-                    e[q] = vexp(x);
-                    e[q + 1] = vexp(y);
+                    vexp2(x, y);
+                    e[q] = x;
+                    e[q + 1] = y;
                 }
             }
 #else
             const int64_t pe = c;
 #endif
+            if constexpr (kExpPairs<C>)
+                for (; j + 2 * L <= ce; j += 2 * L, q += 2) {
+                    e[q] = vload_run<C>(l + j * lc, lc, L);
+                    e[q + 1] = vload_run<C>(l + (j + L) * lc, lc, L);
+                    vexp2(e[q], e[q + 1]);
+                }
             for (; j < ce; j += L, ++q) e[q] = vexp(vload_run<C>(l + j * lc, lc, std::min(L, ce - j)));
             j = c, q = 0;
 #if defined(__SSE2__)

@@ -39,7 +39,8 @@ using common_compute_t = std::conditional_t<(std::is_same_v<T, double> || ...), 
 // first over a chunk of kStage (simd.h) elements into an L1 buffer, then second over the chunk. Why: one
 // vector's long chain of dependent operations (an e^x, then a division) outgrows what the CPU's
 // out-of-order window can overlap across iterations; two shorter loops run at the ports' speed.
-// Every element gets the same operations as with the fused op.
+// Every element gets the same operations as with the fused op. Where kExpPairs<C>, first also
+// takes vf2 arguments (two vectors side by side, simd.h) and is given them.
 template <class F, class S> struct staged {
     F first;
     S second;
@@ -51,6 +52,28 @@ template <class F, class S> constexpr bool is_staged<staged<F, S>> = true;
 
 namespace detail {
 
+// The inputs of two vectors as one tuple of vf2 (a's vector first in each).
+template <class... V, std::size_t... K>
+AG_INLINE auto zip2(std::index_sequence<K...>, const std::tuple<V...> &a, const std::tuple<V...> &b) {
+    return std::make_tuple(vf2{{std::get<K>(a), std::get<K>(b)}}...);
+}
+template <class... V> AG_INLINE auto zip2(const std::tuple<V...> &a, const std::tuple<V...> &b) {
+    return zip2(std::index_sequence_for<V...>{}, a, b);
+}
+
+// s[q], s[q + 1] = first of two vectors' inputs a, b: side by side where kExpPairs<C>
+template <class C, class F, class A>
+AG_INLINE void first2(const F &first, const A &a, const A &b, vec_t<C> *s) {
+    if constexpr (kExpPairs<C>) {
+        const vf2 r = std::apply(first, zip2(a, b));
+        s[0] = r.v[0];
+        s[1] = r.v[1];
+    } else {
+        s[0] = std::apply(first, a);
+        s[1] = std::apply(first, b);
+    }
+}
+
 // out(j, op(in(j)...)) for the full vectors j = i, i + L, ... < e of a contiguous run (e - i a
 // multiple of L); in(j) gives the inputs' vectors at j as a tuple. A staged op runs in two passes.
 template <class C, class Op, class In, class Out>
@@ -60,7 +83,9 @@ AG_INLINE void run_vectors(const Op &op, int64_t i, int64_t e, In in, Out out) {
         alignas(64) vec_t<C> s[kStage / L];
         for (; i < e; i += kStage) {
             const int64_t m = std::min(e - i, kStage);
-            for (int64_t q = 0; q * L < m; ++q) s[q] = std::apply(op.first, in(i + q * L));
+            int64_t q = 0;
+            for (; (q + 2) * L <= m; q += 2) first2<C>(op.first, in(i + q * L), in(i + (q + 1) * L), s + q);
+            for (; q * L < m; ++q) s[q] = std::apply(op.first, in(i + q * L));
             for (int64_t q = 0; q * L < m; ++q)
                 out(i + q * L, std::apply([&](auto... v) { return op.second(s[q], v...); }, in(i + q * L)));
         }
@@ -86,8 +111,7 @@ AG_INLINE void run_pairs(const Op &op, int64_t i, int64_t e, In2 in2, Out2 out2)
             const int64_t m = std::min(e - i, kStage);
             for (int64_t q = 0; q * L < m; q += 2) {
                 const auto [a, b] = in2(i + q * L);
-                s[q] = std::apply(op.first, a);
-                s[q + 1] = std::apply(op.first, b);
+                first2<float>(op.first, a, b, s + q);
             }
             for (int64_t q = 0; q * L < m; q += 2) {
                 const auto [a, b] = in2(i + q * L);
