@@ -65,15 +65,17 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
         vstore_run(o + j * oc, oc, m, elem<Mode>(e, k, b, Mode == 2 ? vload_run<C>(w + j, 1, m) : V{}));
     };
     if constexpr (sizeof(T) == sizeof(C)) {
-        int64_t j = j0;
-        if constexpr (kExpPairs<C>)
-            for (; j + 2 * L <= j1; j += 2 * L) {
-                V e0 = vload_run<C>(l + j * lc, lc, L), e1 = vload_run<C>(l + (j + L) * lc, lc, L);
-                vexp2(e0, e1);
-                put(j, L, e0);
-                put(j + L, L, e1);
+        for (int64_t j = j0; j < j1; j += L) {
+            if constexpr (kExpPairs<C>) {
+                if (j + 2 * L <= j1) {  // a whole pair of vectors, side by side (simd.h, vexp2)
+                    V e0 = vload_run<C>(l + j * lc, lc, L), e1 = vload_run<C>(l + (j + L) * lc, lc, L);
+                    vexp2(e0, e1);
+                    put(j, L, e0);
+                    put(j + L, L, e1);
+                    j += L;
+                    continue;
+                }
             }
-        for (; j < j1; j += L) {
             const int64_t m = std::min(L, j1 - j);
             put(j, m, vexp(vload_run<C>(l + j * lc, lc, m)));
         }
@@ -95,9 +97,14 @@ inline void row_block(const T *l, int64_t lc, T *o, int64_t oc, int64_t j0, int6
                 for (; j < pe; j += 2 * L, q += 2) {
                     V x, y;
                     vload_pair(l + j, x, y);
-                    vexp2(x, y);
-                    e[q] = x;
-                    e[q + 1] = y;
+                    if constexpr (kExpPairs<C>) {
+                        vexp2(x, y);
+                        e[q] = x;
+                        e[q + 1] = y;
+                    } else {
+                        e[q] = vexp(x);
+                        e[q + 1] = vexp(y);
+                    }
                 }
             }
 #else

@@ -61,19 +61,6 @@ template <class... V> AG_INLINE auto zip2(const std::tuple<V...> &a, const std::
     return zip2(std::index_sequence_for<V...>{}, a, b);
 }
 
-// s[q], s[q + 1] = first of two vectors' inputs a, b: side by side where kExpPairs<C>
-template <class C, class F, class A>
-AG_INLINE void first2(const F &first, const A &a, const A &b, vec_t<C> *s) {
-    if constexpr (kExpPairs<C>) {
-        const vf2 r = std::apply(first, zip2(a, b));
-        s[0] = r.v[0];
-        s[1] = r.v[1];
-    } else {
-        s[0] = std::apply(first, a);
-        s[1] = std::apply(first, b);
-    }
-}
-
 // out(j, op(in(j)...)) for the full vectors j = i, i + L, ... < e of a contiguous run (e - i a
 // multiple of L); in(j) gives the inputs' vectors at j as a tuple. A staged op runs in two passes.
 template <class C, class Op, class In, class Out>
@@ -83,9 +70,16 @@ AG_INLINE void run_vectors(const Op &op, int64_t i, int64_t e, In in, Out out) {
         alignas(64) vec_t<C> s[kStage / L];
         for (; i < e; i += kStage) {
             const int64_t m = std::min(e - i, kStage);
-            int64_t q = 0;
-            for (; (q + 2) * L <= m; q += 2) first2<C>(op.first, in(i + q * L), in(i + (q + 1) * L), s + q);
-            for (; q * L < m; ++q) s[q] = std::apply(op.first, in(i + q * L));
+            for (int64_t q = 0; q * L < m; ++q) {
+                if constexpr (kExpPairs<C>)
+                    if ((q + 2) * L <= m) {  // two vectors side by side
+                        const vf2 r = std::apply(op.first, zip2(in(i + q * L), in(i + (q + 1) * L)));
+                        s[q] = r.v[0];
+                        s[++q] = r.v[1];
+                        continue;
+                    }
+                s[q] = std::apply(op.first, in(i + q * L));
+            }
             for (int64_t q = 0; q * L < m; ++q)
                 out(i + q * L, std::apply([&](auto... v) { return op.second(s[q], v...); }, in(i + q * L)));
         }
@@ -111,7 +105,14 @@ AG_INLINE void run_pairs(const Op &op, int64_t i, int64_t e, In2 in2, Out2 out2)
             const int64_t m = std::min(e - i, kStage);
             for (int64_t q = 0; q * L < m; q += 2) {
                 const auto [a, b] = in2(i + q * L);
-                first2<float>(op.first, a, b, s + q);
+                if constexpr (kExpPairs<float>) {
+                    const vf2 r = std::apply(op.first, zip2(a, b));
+                    s[q] = r.v[0];
+                    s[q + 1] = r.v[1];
+                } else {
+                    s[q] = std::apply(op.first, a);
+                    s[q + 1] = std::apply(op.first, b);
+                }
             }
             for (int64_t q = 0; q * L < m; q += 2) {
                 const auto [a, b] = in2(i + q * L);

@@ -143,89 +143,107 @@ AG_INLINE vf vmin_keep_nan(vf a, vf x) {
 #endif
 }
 
+// Two float vectors computed side by side: an e^x is a chain of ~16 dependent steps, and without
+// FMA (the SSE2 build) the CPU's window holds too few loop iterations to overlap their chains; two
+// chains interleaved in program order run near the ports' speed (Zen 3, one thread, LogSigmoid's
+// e^x: 21 -> 19 TSC cycles per 8 elements; 29 -> 19 in this VM's slower phases). For loops of
+// e^x and stage ops (elementwise.h, staged): only what those use is defined for vf2, each
+// operation on both vectors, the first's before the second's.
+struct vf2 {
+    vf v[2];
+};
+AG_INLINE vf part(vf x, int) { return x; }
+AG_INLINE float part(float x, int) { return x; }
+AG_INLINE vf part(const vf2 &x, int i) { return x.v[i]; }
+template <class... A>
+using pair_result = std::enable_if_t<(std::is_same_v<A, vf2> || ...), vf2>;  // an operation that has a vf2
+template <class A, class B> AG_INLINE pair_result<A, B> operator+(A a, B b) {
+    return {{part(a, 0) + part(b, 0), part(a, 1) + part(b, 1)}};
+}
+template <class A, class B> AG_INLINE pair_result<A, B> operator-(A a, B b) {
+    return {{part(a, 0) - part(b, 0), part(a, 1) - part(b, 1)}};
+}
+template <class A, class B> AG_INLINE pair_result<A, B> operator*(A a, B b) {
+    return {{part(a, 0) * part(b, 0), part(a, 1) * part(b, 1)}};
+}
+template <class A, class B, class C> AG_INLINE pair_result<A, B, C> fmadd(A a, B b, C c) {
+    return {{fmadd(part(a, 0), part(b, 0), part(c, 0)), fmadd(part(a, 1), part(b, 1), part(c, 1))}};
+}
+AG_INLINE vf2 vnabs(vf2 x) { return {{vnabs(x.v[0]), vnabs(x.v[1])}}; }
+
 // e^x in float, < 1 ulp: n = round(x / ln 2), r = x - n ln 2 (two constants), e^r by a degree-6
 // polynomial (Cephes' coefficients) in Horner form; 2^n applied so that results in the subnormal
 // range round once. NaN stays NaN, -inf gives 0, +inf gives inf. NonPos: for x <= 0 (or NaN)
 // only, fewer operations (no upper clamp; without AVX-512, one scale factor instead of two).
-// K vectors at once (vexp_n), each step done for all of them before the next: the same operations
-// lane by lane, interleaved in program order (see vf2).
-template <bool NonPos = false, int K> AG_INLINE void vexp_n(vf (&x)[K]) {
+// V: vf, or vf2 (two vectors side by side on the fast path, else one after the other).
+template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
     const vf round = splat<vf>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer (ties to even)
     // e^r for x in [-104, 88.8]; t holds n in its low mantissa bits
-    const auto reduce = [&round](const vf (&x)[K], vf (&t)[K], vf (&p)[K]) {
-        vf n[K], r[K];
-        for (int k = 0; k < K; ++k) t[k] = fmadd(x[k], splat<vf>(1.44269504088896341f), round);
-        for (int k = 0; k < K; ++k) n[k] = t[k] - round;
-        for (int k = 0; k < K; ++k) r[k] = fmadd(n[k], splat<vf>(-0.693359375f), x[k]);  // exact: n has <= 8 bits, the constant 9
-        for (int k = 0; k < K; ++k) r[k] = fmadd(n[k], splat<vf>(2.12194440e-4f), r[k]);
-        for (int k = 0; k < K; ++k) p[k] = fmadd(splat<vf>(1.9875691500e-4f), r[k], splat<vf>(1.3981999507e-3f));
-        for (int k = 0; k < K; ++k) p[k] = fmadd(p[k], r[k], splat<vf>(8.3334519073e-3f));
-        for (int k = 0; k < K; ++k) p[k] = fmadd(p[k], r[k], splat<vf>(4.1665795894e-2f));
-        for (int k = 0; k < K; ++k) p[k] = fmadd(p[k], r[k], splat<vf>(1.6666665459e-1f));
-        for (int k = 0; k < K; ++k) p[k] = fmadd(p[k], r[k], splat<vf>(5.0000001201e-1f));
-        for (int k = 0; k < K; ++k) p[k] = fmadd(p[k], r[k] * r[k], r[k]) + 1.0f;
+    const auto reduce = [&round](auto x, auto &t) {
+        using X = decltype(x);
+        t = fmadd(x, splat<vf>(1.44269504088896341f), round);
+        const X n = t - round;
+        X r = fmadd(n, splat<vf>(-0.693359375f), x);  // exact: n has <= 8 bits, the constant 9
+        r = fmadd(n, splat<vf>(2.12194440e-4f), r);
+        X p = fmadd(splat<vf>(1.9875691500e-4f), r, splat<vf>(1.3981999507e-3f));
+        p = fmadd(p, r, splat<vf>(8.3334519073e-3f));
+        p = fmadd(p, r, splat<vf>(4.1665795894e-2f));
+        p = fmadd(p, r, splat<vf>(1.6666665459e-1f));
+        p = fmadd(p, r, splat<vf>(5.0000001201e-1f));
+        return fmadd(p, r * r, r) + 1.0f;
     };
-    vf t[K], p[K];
 #if AG_VEC_BYTES != 64 && defined(__SSE2__)
     // Where every lane's p 2^n is normal (x in [-86.5, 88]: p in [0.7, 1.5), n in [-125, 127]),
     // the clamps below change nothing and n is added to p's exponent: the same bits as the
     // multiplications below, in fewer operations. n << 23 is t's low bits shifted (those of
     // `round` shift out); NaN fails the test.
-    vi fast = NonPos ? (x[0] >= -86.5f) : (x[0] >= -86.5f) & (x[0] <= 88.0f);
-    for (int k = 1; k < K; ++k) fast &= NonPos ? (x[k] >= -86.5f) : (x[k] >= -86.5f) & (x[k] <= 88.0f);
+    const auto fast_lanes = [](vf x) -> vi { return NonPos ? (x >= -86.5f) : (x >= -86.5f) & (x <= 88.0f); };
+    const auto scale_fast = [](vf p, vf t) { return (vf)((vi)p + ((vi)t << 23)); };
+#endif
+    if constexpr (std::is_same_v<V, vf2>) {
+#if AG_VEC_BYTES == 16 && defined(__SSE2__)
+        if (__builtin_expect(_mm_movemask_ps((__m128)(fast_lanes(x.v[0]) & fast_lanes(x.v[1]))) == 0xf, 1)) {
+            vf2 t;
+            const vf2 p = reduce(x, t);
+            return {{scale_fast(p.v[0], t.v[0]), scale_fast(p.v[1], t.v[1])}};
+        }
+#endif
+        return {{vexp<NonPos>(x.v[0]), vexp<NonPos>(x.v[1])}};
+    } else {
+        vf t;
+#if AG_VEC_BYTES != 64 && defined(__SSE2__)
+        const vi fast = fast_lanes(x);
 #if AG_VEC_BYTES == 32
-    const bool all_fast = _mm256_movemask_ps((__m256)fast) == 0xff;
+        const bool all_fast = _mm256_movemask_ps((__m256)fast) == 0xff;
 #else
-    const bool all_fast = _mm_movemask_ps((__m128)fast) == 0xf;
+        const bool all_fast = _mm_movemask_ps((__m128)fast) == 0xf;
 #endif
-    if (__builtin_expect(all_fast, 1)) {
-        reduce(x, t, p);
-        for (int k = 0; k < K; ++k) x[k] = (vf)((vi)p[k] + ((vi)t[k] << 23));
-        return;
-    }
+        if (__builtin_expect(all_fast, 1)) {
+            const vf p = reduce(x, t);
+            return scale_fast(p, t);
+        }
 #endif
-    for (int k = 0; k < K; ++k) {
-        if constexpr (!NonPos) x[k] = vmin_keep_nan(splat<vf>(88.8f), x[k]);  // e^88.8 overflows to inf below
-        x[k] = vmax_keep_nan(splat<vf>(-104.0f), x[k]);                        // e^-104 rounds to 0 below
-    }
-    reduce(x, t, p);
-    for (int k = 0; k < K; ++k) {
+        if constexpr (!NonPos) x = vmin_keep_nan(splat<vf>(88.8f), x);  // e^88.8 overflows to inf below
+        x = vmax_keep_nan(splat<vf>(-104.0f), x);   // e^-104 rounds to 0 below
+        const vf p = reduce(x, t);
 #if AG_VEC_BYTES == 64
         // p 2^n, rounded once: the same
-        x[k] = (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p[k], (__m512)(t[k] - round));
+        return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)(t - round));
 #else
         if constexpr (NonPos) {
             // n in [-150, 0]: p 2^(n + 64) is exact (normal), and * 2^-64 rounds once, as below. n + 191
             // is in t's low mantissa bits (those of `round` above bit 22 shift out).
-            x[k] = p[k] * (vf)(((vi)t[k] + 191) << 23) * 0x1p-64f;
+            return p * (vf)(((vi)t + 191) << 23) * 0x1p-64f;
         } else {
-            const vi e = __builtin_convertvector(t[k] - round, vi);
-            const vi e1 = e >> 1, e2 = e - e1;
-            x[k] = p[k] * (vf)((e1 + 127) << 23) * (vf)((e2 + 127) << 23);
+            const vi k = __builtin_convertvector(t - round, vi);
+            const vi k1 = k >> 1, k2 = k - k1;
+            return p * (vf)((k1 + 127) << 23) * (vf)((k2 + 127) << 23);
         }
 #endif
     }
 }
-template <bool NonPos = false> AG_INLINE vf vexp(vf x) {
-    vf a[1] = {x};
-    vexp_n<NonPos>(a);
-    return a[0];
-}
 
-// Two float vectors computed side by side: an e^x is a chain of ~16 dependent steps, and without
-// FMA (the SSE2 build) the CPU's window holds too few loop iterations to overlap their chains; two
-// chains interleaved in program order run near the ports' speed (Zen 3, one thread, LogSigmoid's
-// e^x: 21 -> 19 TSC cycles per 8 elements; 29 -> 19 in this VM's slower phases). For
-// loops of e^x and stage ops (elementwise.h, staged): only what those use is defined for vf2.
-struct vf2 {
-    vf v[2];
-};
-AG_INLINE vf2 vnabs(vf2 x) { return {{vnabs(x.v[0]), vnabs(x.v[1])}}; }
-template <bool NonPos = false> AG_INLINE vf2 vexp(vf2 x) {
-    vexp_n<NonPos>(x.v);
-    return x;
-}
-// Where that pays: the SSE2 build (no FMA). With AVX2 no gain was measured (Zen 3).
+// Where two side by side pay: the SSE2 build (no FMA). With AVX2 no gain was measured (Zen 3).
 #if AG_VEC_BYTES == 16 && defined(__SSE2__)
 template <class C> constexpr bool kExpPairs = std::is_same_v<C, float>;
 #else
