@@ -3,6 +3,9 @@
 // `contig` flag only when every step is 1, runs consistent across views, NumPy broadcasting in
 // map<>, mixed element types, and thread-count independence.
 #include <atomic>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "kernels/elementwise.h"
 #include "test_util.h"
@@ -171,4 +174,26 @@ TEST(SimdConversions, HalfAndBf16LoadsAndStoresMatchTheScalarOnes) {
             ASSERT_EQ(bo[l].bits, kern::float_to_bf16(v[l])) << std::hex << kern::float_to_bits(v[l]);
         }
     }
+}
+
+// Streaming stores only into pages already in memory (common.h, stream_output): a fresh mapping's
+// pages are not, until written.
+TEST(Elementwise, StreamsOnlyIntoLargeResidentOutputs) {
+#if defined(__linux__)
+    const size_t n = size_t(16) << 20;
+    void *p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    volatile char *c = static_cast<char *>(p);
+    EXPECT_FALSE(kern::page_resident(p));
+    EXPECT_FALSE(kern::stream_output(p, int64_t(n)));
+    c[0] = 1;  // as malloc's header in a fresh block: the last page is still not in memory
+    EXPECT_TRUE(kern::page_resident(p));
+    EXPECT_FALSE(kern::stream_output(p, int64_t(n)));
+    c[n - 1] = 1;
+    EXPECT_TRUE(kern::stream_output(p, int64_t(n)));
+    EXPECT_FALSE(kern::stream_output(p, int64_t(kern::kStreamMin) - 1));
+    munmap(p, n);
+#else
+    GTEST_SKIP() << "page residency is asked of Linux only";
+#endif
 }

@@ -2,6 +2,10 @@
 // stream workers) gets the same count; OpenMP's own setting is per calling thread. And the cache
 // size that kernels choose their loop order by.
 #include <pthread.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cstdio>
@@ -68,6 +72,18 @@ int64_t cache_bytes() {
         return best > 0 ? best : int64_t(8) << 20;
     }();
     return bytes;
+}
+
+bool page_resident(const void *p) {
+#if defined(__linux__)
+    static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    unsigned char in = 0;
+    void *start = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(p) / page * page);
+    return mincore(start, 1, &in) != 0 || (in & 1) != 0;  // (an error, not mapped say: yes, as before this test)
+#else
+    (void)p;
+    return true;
+#endif
 }
 
 }  // namespace ag::kern
