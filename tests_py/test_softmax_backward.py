@@ -171,6 +171,36 @@ def test_each_line_as_alone_whatever_the_loop_order(dtype, shape):
         assert got[i].tobytes() == ascendgrad.softmax_backward(g[i:i + 2], y[i:i + 2], 1)[0].tobytes(), i
 
 
+def at_shift(a, shift):
+    """A contiguous copy of a whose data start `shift` elements past its own allocation's start."""
+    raw = np.zeros(a.size + shift, a.dtype)
+    out = raw[shift:].reshape(a.shape)
+    out[...] = a
+    return out
+
+
+@pytest.mark.parametrize("dtype, out_dtype", [(np.float32, np.float32), (np.float16, np.float16),
+                                              (np.float64, np.float64), (np.float32, BF16), (BF16, BF16)],
+                         ids=["float32", "float16", "float64", "float32-bfloat16", "bfloat16"])
+@pytest.mark.parametrize("in_shift, out_shift", [(0, 0), (0, 3), (4, 4), (1, 13), (5, 0)])
+def test_middle_dim_streamed_at_any_offset(dtype, out_dtype, in_shift, out_shift):
+    # An output of 8 MiB and more, already in memory, is written with streaming stores, which need
+    # aligned addresses: each row of a block (4100 columns: 8 blocks and a rest) by whole vectors
+    # from its first aligned element, the ends by 16 bytes, the inputs' vectors at their own
+    # alignment. Whatever the arrays' offsets, every element is as when its outer slice is computed
+    # alone (in cache: ordinary stores).
+    a = (8 << 20) // (64 * 4100 * np.dtype(out_dtype).itemsize) + 1
+    g, y = make((a, 64, 4100), 1, dtype)
+    g, y = at_shift(g, in_shift), at_shift(y, in_shift)
+    out = at_shift(np.zeros(g.shape, out_dtype), out_shift)  # written: its pages in memory
+    assert out.nbytes >= 8 << 20
+    r = ascendgrad.softmax_backward(g, y, 1, out=out)
+    for i in range(a):
+        alone = ascendgrad.softmax_backward(g[i:i + 1], y[i:i + 1], 1, out=np.empty((1, 64, 4100), out_dtype))
+        assert r[i].tobytes() == alone[0].tobytes(), i
+    check(r[:1], g[:1], y[:1], 1, max(dtype, out_dtype, key=lambda d: TOL[d]))
+
+
 def test_threads_give_serial_results():
     cases = [make((32, 2000), 1, np.float32, seed=s) for s in range(8)]
     serial = [ascendgrad.softmax_backward(g, y, 1) for g, y in cases]

@@ -238,15 +238,6 @@ namespace detail {
 
 template <class A, class> using first_t = A;
 
-// Elements before po + i is aligned for vstream (fewer than lanes<C>), or -1 when it never is
-// within a run of n (misaligned elements, or a run too short).
-template <class O, class C> AG_INLINE int64_t aligned_head(const O *po, int64_t n) {
-    constexpr int64_t B = stream_bytes<O, C>;
-    const int64_t bytes = int64_t((B - reinterpret_cast<uintptr_t>(po) % B) % B);
-    const int64_t h = bytes / int64_t(sizeof(O));
-    return bytes % int64_t(sizeof(O)) == 0 && h < n ? h : -1;
-}
-
 template <class C, class O, class... T, class Op, std::size_t... K>
 void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op) {
     constexpr int N = 1 + int(sizeof...(T));

@@ -683,6 +683,15 @@ template <class O, class V> AG_INLINE void vstore_run(O *p, int64_t s, int64_t m
 // Bytes vstream writes at once (v's elements in the output type); p must be aligned to them.
 template <class O, class C> constexpr int64_t stream_bytes = int64_t(sizeof(O)) * lanes<C>;
 
+// Elements before po + i is aligned for vstream (fewer than lanes<C>), or -1 when it never is
+// within a run of n (misaligned elements, or a run too short).
+template <class O, class C> AG_INLINE int64_t aligned_head(const O *po, int64_t n) {
+    constexpr int64_t B = stream_bytes<O, C>;
+    const int64_t bytes = int64_t((B - reinterpret_cast<uintptr_t>(po) % B) % B);
+    const int64_t h = bytes / int64_t(sizeof(O));
+    return bytes % int64_t(sizeof(O)) == 0 && h < n ? h : -1;
+}
+
 // vstore bypassing the caches (a non-temporal store): a large output would not stay in cache
 // anyway, and the store then does not read each line before writing it. The portable build has
 // no such store: it stores normally, as x86 does below 16 bytes. Needs sfence() before others read p.
@@ -710,6 +719,21 @@ template <class O, class V> AG_INLINE void vstream(O *p, V v) {
     }
 #else
     vstore(p, v);
+#endif
+}
+
+// Elements [a, b) of v to p + a ... p + b - 1 as vstream stores them, by 16 bytes: p + a and p + b
+// aligned to 16 bytes. (The ends of a run that vstream writes whole.)
+template <class O, class V> AG_INLINE void vstream_part(O *p, V v, int64_t a, int64_t b) {
+    using C = typename elem_of<V>::type;
+    alignas(64) O buf[lanes<C>];
+    vstore(buf, v);
+#if defined(__SSE2__)
+    for (int64_t i = a * int64_t(sizeof(O)); i < b * int64_t(sizeof(O)); i += 16)
+        _mm_stream_si128(reinterpret_cast<__m128i *>(reinterpret_cast<char *>(p) + i),
+                         _mm_load_si128(reinterpret_cast<const __m128i *>(reinterpret_cast<const char *>(buf) + i)));
+#else
+    std::memcpy(p + a, buf + a, size_t(b - a) * sizeof(O));
 #endif
 }
 
