@@ -337,9 +337,16 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
                     int64_t j = 0;
                     if (h > 0) vstream_part(po, r(0), 0, h), j = h;
                     for (; j + L <= k.cols; j += L) vstream(po + j, r(j));
+                    // (the lanes before j of this last vector may read inputs the vectors before
+                    // overwrote, where out is one: only the lanes from j on are stored)
                     if (j < k.cols) vstream_part(po + k.cols - L, r(k.cols - L), L - (k.cols - j), L);
                 } else {
-                    walk<L>(k.cols, 0, [&](int64_t, int64_t j) { vstore(po + j, r(j)); });
+                    // (the last vector, which may overlap the one before, computed first: where out
+                    // is an input, the vectors before it overwrite that input)
+                    const V last = r(k.cols - L);
+                    int64_t j = 0;
+                    for (; j + L < k.cols; j += L) vstore(po + j, r(j));
+                    vstore(po + k.cols - L, last);
                 }
                 if (next) prefetch(*next, d);
             }
