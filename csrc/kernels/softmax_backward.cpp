@@ -174,11 +174,11 @@ void short_lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, i
     for (int64_t l = b; l < e; ++l, pos.next()) line(g + pos.off[0], y + pos.off[1], out + pos.off[2]);
 }
 
-// Elements from p to the first address aligned to B bytes, where rows s elements apart all share
-// p's alignment; else 0.
-template <class T> int64_t row_shift(const T *p, int64_t s, int64_t B) {
-    const int64_t bytes = int64_t((B - reinterpret_cast<uintptr_t>(p) % B) % B);
-    return bytes % int64_t(sizeof(T)) == 0 && s * int64_t(sizeof(T)) % B == 0 ? bytes / int64_t(sizeof(T)) : 0;
+// Elements from p to the first one aligned to a vector of them (lanes<C> elements of T), where rows
+// s elements apart all share p's alignment; else 0.
+template <class C, class T> int64_t row_shift(const T *p, int64_t s) {
+    const int64_t h = aligned_head<T, C>(p, lanes<C>);
+    return h >= 0 && s * int64_t(sizeof(T)) % stream_bytes<T, C> == 0 ? h : 0;
 }
 
 // f(v, j) for the whole vectors v = 0, 1, ... of a row of n >= L elements, at j = 0, then from h
@@ -313,7 +313,7 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
         const bool whole = !pairs && J.ig == 1 && J.iy == 1 && J.io == 1;
         alignas(64) C lin[kMaxW + L];
         const auto wide = [&](const Block &k, const Block *next) {
-            const int64_t hi = row_shift(k.g, J.sg, int64_t(sizeof(T)) * L);
+            const int64_t hi = row_shift<C>(k.g, J.sg);
             int64_t nvec = 0;
             walk<L>(k.cols, hi, [&](int64_t v, int64_t) { nvec = v + 1; });
             std::fill(acc, acc + nvec, V{});
