@@ -171,27 +171,31 @@ template <class A, class B, class C> AG_INLINE pair_result<A, B, C> fmadd(A a, B
 }
 AG_INLINE vf2 vnabs(vf2 x) { return {{vnabs(x.v[0]), vnabs(x.v[1])}}; }
 
+// e^r of vexp for x in [-104, 88.8] (X: vf or vf2); t holds n in its low mantissa bits, offset by
+// `round`. A function, not a lambda in vexp: GCC left such a lambda out of line in cross
+// entropy's loops (a call per vector, x and t through memory).
+constexpr float kExpRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer (ties to even)
+template <class X> AG_INLINE X exp_reduced(X x, X &t) {
+    const vf round = splat<vf>(kExpRound);
+    t = fmadd(x, splat<vf>(1.44269504088896341f), round);
+    const X n = t - round;
+    X r = fmadd(n, splat<vf>(-0.693359375f), x);  // exact: n has <= 8 bits, the constant 9
+    r = fmadd(n, splat<vf>(2.12194440e-4f), r);
+    X p = fmadd(splat<vf>(1.9875691500e-4f), r, splat<vf>(1.3981999507e-3f));
+    p = fmadd(p, r, splat<vf>(8.3334519073e-3f));
+    p = fmadd(p, r, splat<vf>(4.1665795894e-2f));
+    p = fmadd(p, r, splat<vf>(1.6666665459e-1f));
+    p = fmadd(p, r, splat<vf>(5.0000001201e-1f));
+    return fmadd(p, r * r, r) + 1.0f;
+}
+
 // e^x in float, < 1 ulp: n = round(x / ln 2), r = x - n ln 2 (two constants), e^r by a degree-6
 // polynomial (Cephes' coefficients) in Horner form; 2^n applied so that results in the subnormal
 // range round once. NaN stays NaN, -inf gives 0, +inf gives inf. NonPos: for x <= 0 (or NaN)
 // only, fewer operations (no upper clamp; without AVX-512, one scale factor instead of two).
 // V: vf, or vf2 (two vectors side by side on the fast path, else one after the other).
 template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
-    const vf round = splat<vf>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer (ties to even)
-    // e^r for x in [-104, 88.8]; t holds n in its low mantissa bits
-    const auto reduce = [&round](auto x, auto &t) {
-        using X = decltype(x);
-        t = fmadd(x, splat<vf>(1.44269504088896341f), round);
-        const X n = t - round;
-        X r = fmadd(n, splat<vf>(-0.693359375f), x);  // exact: n has <= 8 bits, the constant 9
-        r = fmadd(n, splat<vf>(2.12194440e-4f), r);
-        X p = fmadd(splat<vf>(1.9875691500e-4f), r, splat<vf>(1.3981999507e-3f));
-        p = fmadd(p, r, splat<vf>(8.3334519073e-3f));
-        p = fmadd(p, r, splat<vf>(4.1665795894e-2f));
-        p = fmadd(p, r, splat<vf>(1.6666665459e-1f));
-        p = fmadd(p, r, splat<vf>(5.0000001201e-1f));
-        return fmadd(p, r * r, r) + 1.0f;
-    };
+    const vf round = splat<vf>(kExpRound);
 #if AG_VEC_BYTES != 64 && defined(__SSE2__)
     // Where every lane's p 2^n is normal (x in [-86.5, 88]: p in [0.7, 1.5), n in [-125, 127]),
     // the clamps below change nothing and n is added to p's exponent: the same bits as the
@@ -204,7 +208,7 @@ template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
 #if AG_VEC_BYTES == 16 && defined(__SSE2__)
         if (__builtin_expect(_mm_movemask_ps((__m128)(fast_lanes(x.v[0]) & fast_lanes(x.v[1]))) == 0xf, 1)) {
             vf2 t;
-            const vf2 p = reduce(x, t);
+            const vf2 p = exp_reduced(x, t);
             return {{scale_fast(p.v[0], t.v[0]), scale_fast(p.v[1], t.v[1])}};
         }
 #endif
@@ -219,13 +223,13 @@ template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
         const bool all_fast = _mm_movemask_ps((__m128)fast) == 0xf;
 #endif
         if (__builtin_expect(all_fast, 1)) {
-            const vf p = reduce(x, t);
+            const vf p = exp_reduced(x, t);
             return scale_fast(p, t);
         }
 #endif
         if constexpr (!NonPos) x = vmin_keep_nan(splat<vf>(88.8f), x);  // e^88.8 overflows to inf below
         x = vmax_keep_nan(splat<vf>(-104.0f), x);   // e^-104 rounds to 0 below
-        const vf p = reduce(x, t);
+        const vf p = exp_reduced(x, t);
 #if AG_VEC_BYTES == 64
         // p 2^n, rounded once: the same
         return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)(t - round));
