@@ -171,8 +171,8 @@ template <class A, class B, class C> AG_INLINE pair_result<A, B, C> fmadd(A a, B
 }
 AG_INLINE vf2 vnabs(vf2 x) { return {{vnabs(x.v[0]), vnabs(x.v[1])}}; }
 
-// e^r of vexp for x in [-104, 88.8] (X: vf or vf2); t holds n in its low mantissa bits, offset by
-// `round`. A function, not a lambda in vexp: GCC left such a lambda out of line in cross
+// e^r of vexp for x in [-104, 88.8] (X: vf or vf2); t holds n in its low mantissa bits (t = x / ln 2
+// + kExpRound). A function, not a lambda in vexp: GCC left such a lambda out of line in cross
 // entropy's loops (a call per vector, x and t through memory).
 constexpr float kExpRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer (ties to even)
 template <class X> AG_INLINE X exp_reduced(X x, X &t) {
@@ -189,34 +189,36 @@ template <class X> AG_INLINE X exp_reduced(X x, X &t) {
     return fmadd(p, r * r, r) + 1.0f;
 }
 
+#if AG_VEC_BYTES != 64 && defined(__SSE2__)
+// vexp's short path: where every lane's p 2^n is normal (x in [-86.5, 88]: p in [0.7, 1.5), n in
+// [-125, 127]), the clamps change nothing and n is added to p's exponent: the same bits as the
+// multiplications, in fewer operations. n << 23 is t's low bits shifted (those of kExpRound shift
+// out); NaN fails the test.
+template <bool NonPos> AG_INLINE vi exp_fast_lanes(vf x) {
+    return NonPos ? (x >= -86.5f) : (x >= -86.5f) & (x <= 88.0f);
+}
+AG_INLINE vf exp_scale_fast(vf p, vf t) { return (vf)((vi)p + ((vi)t << 23)); }
+#endif
+
 // e^x in float, < 1 ulp: n = round(x / ln 2), r = x - n ln 2 (two constants), e^r by a degree-6
 // polynomial (Cephes' coefficients) in Horner form; 2^n applied so that results in the subnormal
 // range round once. NaN stays NaN, -inf gives 0, +inf gives inf. NonPos: for x <= 0 (or NaN)
 // only, fewer operations (no upper clamp; without AVX-512, one scale factor instead of two).
 // V: vf, or vf2 (two vectors side by side on the fast path, else one after the other).
 template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
-    const vf round = splat<vf>(kExpRound);
-#if AG_VEC_BYTES != 64 && defined(__SSE2__)
-    // Where every lane's p 2^n is normal (x in [-86.5, 88]: p in [0.7, 1.5), n in [-125, 127]),
-    // the clamps below change nothing and n is added to p's exponent: the same bits as the
-    // multiplications below, in fewer operations. n << 23 is t's low bits shifted (those of
-    // `round` shift out); NaN fails the test.
-    const auto fast_lanes = [](vf x) -> vi { return NonPos ? (x >= -86.5f) : (x >= -86.5f) & (x <= 88.0f); };
-    const auto scale_fast = [](vf p, vf t) { return (vf)((vi)p + ((vi)t << 23)); };
-#endif
     if constexpr (std::is_same_v<V, vf2>) {
 #if AG_VEC_BYTES == 16 && defined(__SSE2__)
-        if (__builtin_expect(_mm_movemask_ps((__m128)(fast_lanes(x.v[0]) & fast_lanes(x.v[1]))) == 0xf, 1)) {
+        if (__builtin_expect(_mm_movemask_ps((__m128)(exp_fast_lanes<NonPos>(x.v[0]) & exp_fast_lanes<NonPos>(x.v[1]))) == 0xf, 1)) {
             vf2 t;
             const vf2 p = exp_reduced(x, t);
-            return {{scale_fast(p.v[0], t.v[0]), scale_fast(p.v[1], t.v[1])}};
+            return {{exp_scale_fast(p.v[0], t.v[0]), exp_scale_fast(p.v[1], t.v[1])}};
         }
 #endif
         return {{vexp<NonPos>(x.v[0]), vexp<NonPos>(x.v[1])}};
     } else {
         vf t;
 #if AG_VEC_BYTES != 64 && defined(__SSE2__)
-        const vi fast = fast_lanes(x);
+        const vi fast = exp_fast_lanes<NonPos>(x);
 #if AG_VEC_BYTES == 32
         const bool all_fast = _mm256_movemask_ps((__m256)fast) == 0xff;
 #else
@@ -224,7 +226,7 @@ template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
 #endif
         if (__builtin_expect(all_fast, 1)) {
             const vf p = exp_reduced(x, t);
-            return scale_fast(p, t);
+            return exp_scale_fast(p, t);
         }
 #endif
         if constexpr (!NonPos) x = vmin_keep_nan(splat<vf>(88.8f), x);  // e^88.8 overflows to inf below
@@ -232,14 +234,14 @@ template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
         const vf p = exp_reduced(x, t);
 #if AG_VEC_BYTES == 64
         // p 2^n, rounded once: the same
-        return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)(t - round));
+        return (vf)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)(t - splat<vf>(kExpRound)));
 #else
         if constexpr (NonPos) {
             // n in [-150, 0]: p 2^(n + 64) is exact (normal), and * 2^-64 rounds once, as below. n + 191
-            // is in t's low mantissa bits (those of `round` above bit 22 shift out).
+            // is in t's low mantissa bits (those of kExpRound above bit 22 shift out).
             return p * (vf)(((vi)t + 191) << 23) * 0x1p-64f;
         } else {
-            const vi k = __builtin_convertvector(t - round, vi);
+            const vi k = __builtin_convertvector(t - splat<vf>(kExpRound), vi);
             const vi k1 = k >> 1, k2 = k - k1;
             return p * (vf)((k1 + 127) << 23) * (vf)((k2 + 127) << 23);
         }
@@ -551,17 +553,19 @@ template <class O, class V> AG_INLINE void vstore(O *p, V v) {
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+// (Helpers of these helpers are always-inline functions, not lambdas: GCC may leave a lambda out
+// of line in a large translation unit, a call per vector.)
+template <size_t K> AG_INLINE void copy_two(char *d, const char *s, int64_t n) {  // K <= n <= 2K bytes
+    std::memcpy(d, s, K);
+    std::memcpy(d + n - K, s + n - K, K);
+}
 template <int B> AG_INLINE void copy_short(char *d, const char *s, int64_t n) {
-    const auto two = [&](auto k) {
-        std::memcpy(d, s, k);
-        std::memcpy(d + n - k, s + n - k, k);
-    };
-    if (B > 64 && n >= 64) two(std::integral_constant<size_t, 64>{});
-    else if (B > 32 && n >= 32) two(std::integral_constant<size_t, 32>{});
-    else if (B > 16 && n >= 16) two(std::integral_constant<size_t, 16>{});
-    else if (n >= 8) two(std::integral_constant<size_t, 8>{});
-    else if (n >= 4) two(std::integral_constant<size_t, 4>{});
-    else if (n >= 2) two(std::integral_constant<size_t, 2>{});
+    if (B > 64 && n >= 64) copy_two<64>(d, s, n);
+    else if (B > 32 && n >= 32) copy_two<32>(d, s, n);
+    else if (B > 16 && n >= 16) copy_two<16>(d, s, n);
+    else if (n >= 8) copy_two<8>(d, s, n);
+    else if (n >= 4) copy_two<4>(d, s, n);
+    else if (n >= 2) copy_two<2>(d, s, n);
     else if (n == 1) *d = *s;
 }
 #if defined(__GNUC__) && !defined(__clang__)
@@ -573,6 +577,21 @@ template <int B> AG_INLINE auto dword_mask(int64_t k) {  // the first k of B / 4
     else return _mm_cmpgt_epi32(_mm_set1_epi32(int(k)), _mm_setr_epi32(0, 1, 2, 3));
 }
 #endif
+AG_INLINE uint64_t bytes_under8(const char *q, int64_t k) {  // k < 8 bytes from q, in the low bytes
+    if (k >= 4) {
+        uint32_t a, b;
+        std::memcpy(&a, q, 4);
+        std::memcpy(&b, q + k - 4, 4);
+        return a | uint64_t(b) << (8 * (k - 4));  // (the overlap holds the same bytes)
+    }
+    if (k >= 2) {
+        uint16_t a, b;
+        std::memcpy(&a, q, 2);
+        std::memcpy(&b, q + k - 2, 2);
+        return a | uint64_t(b) << (8 * (k - 2));
+    }
+    return k ? uint8_t(*q) : 0u;
+}
 template <int B> AG_INLINE void load_short(char *buf, const char *p, int64_t n) {
 #if AG_VEC_BYTES == 64
     if constexpr (B == 64) _mm512_storeu_si512(buf, _mm512_maskz_loadu_epi8(__mmask64((1ull << n) - 1), p));
@@ -591,27 +610,12 @@ template <int B> AG_INLINE void load_short(char *buf, const char *p, int64_t n) 
     if constexpr (B <= 16) {
         // assembled in integer registers: a vector load of bytes just stored piecewise would wait
         // for the stores (no store-to-load forwarding from several stores to one load)
-        const auto under8 = [](const char *q, int64_t k) -> uint64_t {  // k < 8 bytes
-            if (k >= 4) {
-                uint32_t a, b;
-                std::memcpy(&a, q, 4);
-                std::memcpy(&b, q + k - 4, 4);
-                return a | uint64_t(b) << (8 * (k - 4));  // (the overlap holds the same bytes)
-            }
-            if (k >= 2) {
-                uint16_t a, b;
-                std::memcpy(&a, q, 2);
-                std::memcpy(&b, q + k - 2, 2);
-                return a | uint64_t(b) << (8 * (k - 2));
-            }
-            return k ? uint8_t(*q) : 0u;
-        };
         uint64_t lo, hi = 0;
         if (B == 16 && n >= 8) {
             std::memcpy(&lo, p, 8);
-            hi = under8(p + 8, n - 8);
+            hi = bytes_under8(p + 8, n - 8);
         } else {
-            lo = under8(p, n);
+            lo = bytes_under8(p, n);
         }
         typedef uint64_t u64x2 __attribute__((vector_size(16)));
         const u64x2 r = {lo, hi};
