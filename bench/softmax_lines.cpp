@@ -1,14 +1,15 @@
 // Softmax backward's contiguous lines, the two loop orders side by side: each line summed, then
 // written (two passes), or pipelined (a line written while the next is summed). The kernel's `run`
-// picks one by where the data sit (softmax_backward.cpp); this times both on one machine, with
-// the output at the inputs' offset within a page and 2 KiB past it, in rounds that interleave
-// every variant: "warm" is the fastest of 10 back-to-back calls, "after flush" of 2 calls after
-// writing 512 MiB elsewhere. Built from the kernel's source, once per ISA path:
+// picks one by where the data sit (softmax_backward.cpp); this times both on one machine, the
+// inputs 16 bytes past a page boundary (where NumPy's large arrays start), the output there too
+// (NumPy's `out=`) and at a page boundary (the result pool's), in rounds that interleave every
+// variant: "warm" is the fastest of 10 back-to-back calls, "after flush" of 2 calls after writing
+// 512 MiB elsewhere. Built from the kernel's source, once per ISA path:
 //
 //   F="-O3 -DNDEBUG -std=c++17 -fno-math-errno -ffp-contract=off -fopenmp -Icsrc"
 //   g++ $F -mavx2 -mfma -mf16c -DAG_ISA_NS=avx2 bench/softmax_lines.cpp csrc/kernels/parallel.cpp -o lines_avx2
 //   (baseline: no -m flags; avx512: -mavx512f -mavx512dq -mavx512bw -mavx512vl -mavx2 -mfma -mf16c)
-//   ./lines_avx2 [threads=2] [rounds=4] [dtypes=f32,bf16,f16] [rows n]   (default sizes 2048x4096, 256x4096)
+//   ./lines_avx2 [threads=2] [rounds=4] [dtypes=f32,bf16,f16,f64] [rows n]   (default sizes 2048x4096, 256x4096)
 #include "kernels/softmax_backward.cpp"
 
 #include <chrono>
@@ -31,6 +32,7 @@ using namespace ag::kern;
 
 template <class T> T from_float(float f);
 template <> float from_float<float>(float f) { return f; }
+template <> double from_float<double>(float f) { return f; }
 template <> half_t from_float<half_t>(float f) { return half_t{float_to_half(f)}; }
 template <> bf16_t from_float<bf16_t>(float f) { return bf16_t{float_to_bf16(f)}; }
 
@@ -53,13 +55,13 @@ void measure(const char *dtype, int64_t rows, int64_t n, int threads, int rounds
     set_num_threads(threads);
     const int64_t N = rows * n;
     std::vector<std::vector<char>> keep;
-    T *g = reinterpret_cast<T *>(at_offset(keep, N * sizeof(T), 0));
-    T *y = reinterpret_cast<T *>(at_offset(keep, N * sizeof(T), 0));
+    T *g = reinterpret_cast<T *>(at_offset(keep, N * sizeof(T), 16));
+    T *y = reinterpret_cast<T *>(at_offset(keep, N * sizeof(T), 16));
     std::mt19937 rng(1);
     std::normal_distribution<float> normal;
     std::uniform_real_distribution<float> uniform;
     for (int64_t i = 0; i < N; ++i) g[i] = from_float<T>(normal(rng)), y[i] = from_float<T>(uniform(rng));
-    const size_t offsets[2] = {0, 2048};
+    const size_t offsets[2] = {16, 0};
     T *outs[2];
     for (int o = 0; o < 2; ++o) outs[o] = reinterpret_cast<T *>(at_offset(keep, N * sizeof(T), offsets[o]));
     std::vector<char> flush(size_t(512) << 20, 1);
@@ -94,7 +96,7 @@ void measure(const char *dtype, int64_t rows, int64_t n, int threads, int rounds
             }
     for (int o = 0; o < 2; ++o)
         for (int p = 0; p < 2; ++p)
-            std::printf("%s %s %lldx%lld, %d threads, out +%zu B, %s: warm min %.3f med %.3f | after flush min %.3f med %.3f ms\n",
+            std::printf("%s %s %lldx%lld, %d threads, inputs +16 B, out +%zu B, %s: warm min %.3f med %.3f | after flush min %.3f med %.3f ms\n",
                         AG_NAME(AG_ISA_NS), dtype, (long long)rows, (long long)n, threads, offsets[o],
                         p ? "pipelined" : "two passes", *std::min_element(warm[o][p].begin(), warm[o][p].end()) * 1e3,
                         median(warm[o][p]) * 1e3, *std::min_element(cold[o][p].begin(), cold[o][p].end()) * 1e3,
@@ -111,5 +113,6 @@ int main(int argc, char **argv) {
         if (dtypes.find(",f32,") != std::string::npos) measure<float>("f32", rows, n, threads, rounds);
         if (dtypes.find(",bf16,") != std::string::npos) measure<bf16_t>("bf16", rows, n, threads, rounds);
         if (dtypes.find(",f16,") != std::string::npos) measure<half_t>("f16", rows, n, threads, rounds);
+        if (dtypes.find(",f64,") != std::string::npos) measure<double>("f64", rows, n, threads, rounds);
     }
 }

@@ -450,16 +450,19 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     }
     // Contiguous lines: pipelined, or each line summed, then written from cache (two passes), by
     // where the data sit (the same results either way).
-    // - In the last-level cache: pipelined where two lines of both inputs fit in L1 (32 KiB); two
-    //   passes otherwise, as pipelined lines would be reread from L2 (Zen 5, f32 256x4096, warm:
-    //   1.2-1.3x).
+    // - In the last-level cache: pipelined where two lines of both inputs fit in 512 KiB (the
+    //   smallest L2 of the CPUs measured); two passes for longer lines, which pipelined would reread
+    //   from the last level. (2 threads, NumPy's offsets: f32 256x4096 to 2048x4096 and f64
+    //   256x4096 5-35% faster pipelined on Zen 3 and on an Intel Xeon, whose 300 MiB L3 holds
+    //   2048x4096; f32 16x131072, 512 KiB lines, 10% slower on Zen 3.)
     // - Streamed from memory: pipelined for lines of 8 KiB and more, in every dtype (2 threads,
     //   AVX2: bf16 2048x4096 10-20% faster on Zen 3 and on an Intel Xeon, f16 512x32000 20% on
     //   Zen 3, f32 4096x4096 5% on Zen 5); two passes for shorter lines, which keep fewer streams
     //   open at once. (On Zen 5 two passes once measured faster for half types: f16 2048x4096, 1
-    //   thread, 1.2-1.35x; the later kernels measured on Zen 3 and Intel above do not.)
+    //   thread, 1.2-1.35x, and for f32 256x4096 in cache; the later kernels measured on Zen 3 and
+    //   Intel above do not.)
     const int64_t line = n * int64_t(sizeof(T));
-    const bool pipelined = in_cache ? 4 * line <= (int64_t(32) << 10) : line >= (int64_t(8) << 10);
+    const bool pipelined = in_cache ? 4 * line <= (int64_t(512) << 10) : line >= (int64_t(8) << 10);
     parallel_for(count, count * n, [&](int64_t b, int64_t e) {
         // (short lines and narrow blocks have their loops only where out has the inputs' dtype:
         // the other 12 pairs take the general ones, the same results, and the build stays short)
