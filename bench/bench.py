@@ -505,6 +505,19 @@ def c_overhead():
 # ---- report ----
 
 
+def huge_pages():
+    """The kernel's transparent-huge-page mode and how much of this process sits on huge pages: on a
+    VM they can decide how fast an array's memory is, so a run says which it had."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            mode = f.read().split("[")[1].split("]")[0]
+        with open("/proc/self/smaps_rollup") as f:
+            kib = next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+    except (OSError, IndexError, StopIteration, ValueError):
+        return "transparent huge pages: unknown"
+    return f"transparent huge pages: {mode}, {kib >> 10} MiB of this process on them at the end"
+
+
 def machine(threads):
     return {
         "cpu": cpu_model(),
@@ -549,7 +562,8 @@ def markdown(runs, over, cover, reps):
     out = [
         f"Machine: {info0['cpu']}, {info0['cores']} cores; {info0['threads']} threads for both libraries; "
         f"PyTorch {info0['torch'] or 'absent'}, NumPy {info0['numpy']}; {info0['date']}; "
-        f"medians of {reps} interleaved repetitions (51 for sizes under 1 MiB; results kept alive: up to 11).",
+        f"medians of {reps} interleaved repetitions (51 for sizes under 1 MiB; results kept alive: up to 11); "
+        f"{huge_pages()}.",
         "",
         "Kernel: outputs preallocated (`out=`); end to end: the call allocates its result (freed after each "
         "call, or kept alive). Speed-up = PyTorch time / ours. Bandwidth = least bytes moved / kernel time, "
