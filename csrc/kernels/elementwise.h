@@ -69,18 +69,16 @@ AG_INLINE void run_vectors(const Op &op, int64_t i, int64_t e, In in, Out out) {
     if constexpr (is_staged<Op>) {
         alignas(64) vec_t<C> s[kStage / L];
         for (; i < e; i += kStage) {
-            const int64_t m = std::min(e - i, kStage);
-            for (int64_t q = 0; q * L < m; ++q) {
-                if constexpr (kExpPairs<C>)
-                    if ((q + 2) * L <= m) {  // two vectors side by side
-                        const vf2 r = std::apply(op.first, zip2(in(i + q * L), in(i + (q + 1) * L)));
-                        s[q] = r.v[0];
-                        s[++q] = r.v[1];
-                        continue;
-                    }
-                s[q] = std::apply(op.first, in(i + q * L));
-            }
-            for (int64_t q = 0; q * L < m; ++q)
+            const int64_t nv = std::min(e - i, kStage) / L;
+            int64_t q = 0;
+            if constexpr (kExpPairs<C>)
+                for (; q + 2 <= nv; q += 2) {  // two vectors side by side
+                    const vf2 r = std::apply(op.first, zip2(in(i + q * L), in(i + (q + 1) * L)));
+                    s[q] = r.v[0];
+                    s[q + 1] = r.v[1];
+                }
+            for (; q < nv; ++q) s[q] = std::apply(op.first, in(i + q * L));
+            for (q = 0; q < nv; ++q)
                 out(i + q * L, std::apply([&](auto... v) { return op.second(s[q], v...); }, in(i + q * L)));
         }
     } else {

@@ -8,11 +8,23 @@ namespace ag::kern {
 inline namespace AG_ISA_NS {
 namespace {
 
+// g where x < 0, else g z (z = e^-|x| in [0, 1], or NaN), branch-free. SSE2 has no blend (a select
+// is three operations): there g max(x < 0 ? 1 : 0, z), one fewer, the same values (max keeps a
+// NaN z; g 1 = g, where the division after it quiets a NaN g either way).
+template <class C, class V>
+AG_INLINE V g_or_gz(V z, V gv, V xv) {
+#if defined(__SSE2__) && AG_VEC_BYTES == 16
+    using M = decltype(xv < C(0));
+    return gv * vmax_keep_nan((V)((xv < C(0)) & (M)splat<V>(C(1))), z);
+#else
+    return select(xv < C(0), gv, gv * z);
+#endif
+}
+
 template <class C>
 auto op() {
     return staged{[](auto, auto xv) { return vexp<true>(vnabs(xv)); },  // z = e^-|x|
-                  // both sides computed, one selected: branch-free
-                  [](auto z, auto gv, auto xv) { return div_1_2(select(xv < C(0), gv, gv * z), C(1) + z); }};
+                  [](auto z, auto gv, auto xv) { return div_1_2(g_or_gz<C>(z, gv, xv), C(1) + z); }};
 }
 
 }  // namespace
