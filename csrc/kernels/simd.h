@@ -203,10 +203,11 @@ AG_INLINE vf exp_scale_fast(vf p, vf t) { return (vf)((vi)p + ((vi)t << 23)); }
 // polynomial 1 + r + r^2 p(r), p of degree 4 in Horner form, its coefficients fitted to e^r's
 // relative error on |r| <= ln 2 / 2 (minimax, in float: 3.6e-9, a tenth of float's half ulp).
 // Cephes' p of degree 5 is one multiply-add more for nearly the same results (every 8th float in
-// [-103, 88.7] against exp in double: without FMA max 0.974 ulp both, 0.81% not correctly rounded;
-// with FMA max 1.009 ulp here, 1.002 Cephes', 0.78% / 0.77%); 2^n applied so that results in the subnormal
-// range round once. NaN stays NaN, -inf gives 0, +inf gives inf. NonPos: for x <= 0 (or NaN)
-// only, fewer operations (no upper clamp; without AVX-512, one scale factor instead of two).
+// [-103, 88.7] against exp in double: without FMA max 0.974 ulp both, 0.81% not correctly
+// rounded; with FMA max 1.009 ulp here, 1.002 Cephes', 0.78% / 0.77%). 2^n applied so that
+// results in the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf.
+// NonPos: for x <= 0 (or NaN) only, fewer operations (no upper clamp; without AVX-512, one scale
+// factor instead of two).
 // V: vf, or vf2 (two vectors side by side on the fast path, else one after the other).
 template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
     if constexpr (std::is_same_v<V, vf2>) {
