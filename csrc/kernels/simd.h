@@ -318,26 +318,53 @@ AG_INLINE vd fmadd(vd a, vd b, vd c) {
 #endif
 }
 
-// e^x in double, about 1 ulp: n = round(x / ln 2), r = x - n ln 2 (fdlibm's two constants, the
-// first with n ln2_hi exact), e^r = 1 + (r + r^2 q(r)), q the Taylor series to r^13 / 13! (the
-// truncation is < 2^-57 relative for |r| <= ln 2 / 2); 2^n applied in two halves so that results in
-// the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf. (NonPos: as the
-// float one's, for generic callers; the same code either way.)
-template <bool NonPos = false> AG_INLINE vd vexp(vd x) {
-    x = vmin_keep_nan(splat<vd>(709.79), x);    // e^709.79 overflows to inf below
-    x = vmax_keep_nan(splat<vd>(-745.2), x);    // e^-745.2 rounds to 0 below
-    const vd round = splat<vd>(6755399441055744.0);  // 1.5 * 2^52
-    const vd t = fmadd(x, splat<vd>(1.4426950408889634074), round);
+// e^r of vexp(vd) for x in [-745.2, 709.79]: t holds n in its low mantissa bits (t = x / ln 2 +
+// 1.5 * 2^52), r = x - n ln 2 (fdlibm's two constants, the first with n ln2_hi exact), e^r = 1 + (r +
+// r^2 q(r)), q of degree 10 fitted to e^r's relative error on |r| <= ln 2 / 2 (2^-60.3 with the
+// coefficients rounded to double; the Taylor series needs degree 11 for 2^-57.7). q by Estrin's
+// scheme: a quarter of Horner's chain of dependent operations (which outgrew the out-of-order
+// window), as many operations.
+AG_INLINE vd exp_reduced(vd x, vd &t) {
+    const vd round = splat<vd>(6755399441055744.0);  // 1.5 * 2^52: adding it rounds to an integer
+    t = fmadd(x, splat<vd>(1.4426950408889634074), round);
     const vd n = t - round;
-    const vl k = (vl)t - (vl)round;  // n as an integer: t's low mantissa bits
     vd r = fmadd(n, splat<vd>(-6.93147180369123816490e-01), x);
     r = fmadd(n, splat<vd>(-1.90821492927058770002e-10), r);
-    constexpr double c[] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
-                            1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
-                            1.0 / 6.0, 0.5};  // 1/13! ... 1/2!
-    vd q = splat<vd>(c[0]);
-    for (int i = 1; i < 12; ++i) q = fmadd(q, r, splat<vd>(c[i]));
-    const vd p = fmadd(q, r * r, r) + 1.0;
+    const vd r2 = r * r, r4 = r2 * r2;
+    const vd a0 = fmadd(splat<vd>(0.16666666666666682), r, splat<vd>(0.5));
+    const vd a1 = fmadd(splat<vd>(0.008333333333317048), r, splat<vd>(0.041666666666666095));
+    const vd a2 = fmadd(splat<vd>(0.00019841269896350727), r, splat<vd>(0.0013888888889115449));
+    const vd a3 = fmadd(splat<vd>(2.7557234895686726e-06), r, splat<vd>(2.4801586926855206e-05));
+    const vd a4 = fmadd(splat<vd>(2.511202484250606e-08), r, splat<vd>(2.7557581746199475e-07));
+    const vd b2 = fmadd(splat<vd>(2.08266360455684e-09), r2, a4);
+    const vd b = fmadd(fmadd(a3, r2, a2), r4, fmadd(a1, r2, a0));
+    const vd q = fmadd(b2, r4 * r4, b);
+    return fmadd(q, r2, r) + 1.0;
+}
+
+// e^x in double, about 1 ulp (exp_reduced). Where every lane's result is normal (x in [-708, 709]:
+// n in [-1021, 1023]) n is added to e^r's exponent (x86 without AVX-512: fewer operations than the
+// general path, whose 64-bit shifts SSE2 and AVX2 lack); else 2^n is applied in two halves so that
+// results in the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf. (NonPos:
+// as the float one's: x <= 0 or NaN.)
+template <bool NonPos = false> AG_INLINE vd vexp(vd x) {
+    vd t;
+#if AG_VEC_BYTES != 64 && defined(__SSE2__)
+    const vl fast = NonPos ? (vl)(x >= -708.0) : (vl)((x >= -708.0) & (x <= 709.0));
+#if AG_VEC_BYTES == 32
+    const bool all_fast = _mm256_movemask_pd((__m256d)fast) == 0xf;
+#else
+    const bool all_fast = _mm_movemask_pd((__m128d)fast) == 0x3;
+#endif
+    if (__builtin_expect(all_fast, 1)) {
+        const vd p = exp_reduced(x, t);
+        return (vd)((vl)p + ((vl)t << 52));  // (t's bits above n shift out)
+    }
+#endif
+    if constexpr (!NonPos) x = vmin_keep_nan(splat<vd>(709.79), x);  // e^709.79 overflows to inf below
+    x = vmax_keep_nan(splat<vd>(-745.2), x);                          // e^-745.2 rounds to 0 below
+    const vd p = exp_reduced(x, t);
+    const vl k = (vl)t - (vl)splat<vd>(6755399441055744.0);  // n as an integer: t's low mantissa bits
     const vl k1 = k >> 1, k2 = k - k1;
     return p * (vd)((k1 + 1023) << 52) * (vd)((k2 + 1023) << 52);
 }
