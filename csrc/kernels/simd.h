@@ -323,8 +323,8 @@ AG_INLINE vd fmadd(vd a, vd b, vd c) {
 // 1.5 * 2^52), r = x - n ln 2 (fdlibm's two constants, the first with n ln2_hi exact), e^r = 1 + (r +
 // r^2 q(r)), q of degree 10 fitted to e^r's relative error on |r| <= ln 2 / 2 (2^-60.3 with the
 // coefficients rounded to double; the Taylor series needs degree 11 for 2^-57.7). q by Estrin's
-// scheme: a quarter of Horner's chain of dependent operations (which outgrew the out-of-order
-// window), as many operations.
+// scheme: less than half Horner's chain of dependent operations (which outgrew the out-of-order
+// window, above all with a sibling hyperthread sharing it), as many operations.
 AG_INLINE vd exp_reduced(vd x, vd &t) {
     const vd round = splat<vd>(6755399441055744.0);  // 1.5 * 2^52: adding it rounds to an integer
     t = fmadd(x, splat<vd>(1.4426950408889634074), round);
