@@ -203,7 +203,7 @@ void for_each_run(const View (&views)[N], Body &&body) {
         for (int k = 0; k < N; ++k) strides[k][d] = views[k].stride[order[d]];
     }
     for (int k = 0; k < N; ++k) sp[k] = strides[k];
-    const Iter<N> it = make_iter<N>(shape, v0.ndim, sp);
+    Iter<N> it = make_iter<N>(shape, v0.ndim, sp);
     // it.ndim >= 1 here: a single element (no dim of size > 1) takes the fast path.
     const int in = it.ndim - 1;
     const int64_t inner = it.shape[in];
@@ -213,11 +213,10 @@ void for_each_run(const View (&views)[N], Body &&body) {
         step[k] = it.stride[k][in];
         unit = unit && step[k] == 1;
     }
-    Iter<N> outer = it;
-    outer.ndim = in;
+    it.ndim = in;  // the outer dims, walked (in place: a copy of the iterator is most of a KiB)
     parallel_for(numel, work, [&](int64_t b, int64_t e) {
         int64_t j = b % inner;
-        Walker<N> w(outer, b / inner);
+        Walker<N> w(it, b / inner);
         for (int64_t pos = b; pos < e; w.next()) {
             const int64_t n = std::min(inner - j, e - pos);
             int64_t off[N];
@@ -235,6 +234,12 @@ void for_each_run(const View (&views)[N], Body &&body) {
 namespace detail {
 
 template <class A, class> using first_t = A;
+
+// M elements, left uninitialized in a std::tuple (which zeroes a std::array: a `rep stos` per call)
+template <class T, int64_t M> struct copies {
+    T v[M];
+    copies() {}
+};
 
 template <class C, class O, class... T, class Op, std::size_t... K>
 void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op) {
@@ -340,9 +345,9 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
             } else if (step[0] == 1 && (((step[K + 1] == 0 && kCheapLoad<T>) || step[K + 1] == 1) && ...)) {
                 // (an input broadcast along the run, a scalar gradient say: read like a contiguous
                 // one where its loads are cheap (simd.h, kCheapLoad), else converted once per run)
-                std::tuple<std::array<T, 2 * lanes<C>>...> rep;
-                ((step[K + 1] == 0 ? std::get<K>(rep).fill(*std::get<K>(p)) : void()), ...);
-                const P q{(step[K + 1] == 0 ? std::get<K>(rep).data() : std::get<K>(p))...};
+                std::tuple<copies<T, 2 * lanes<C>>...> rep;
+                ((step[K + 1] == 0 ? void(std::fill_n(std::get<K>(rep).v, 2 * lanes<C>, *std::get<K>(p))) : void()), ...);
+                const P q{(step[K + 1] == 0 ? std::get<K>(rep).v : std::get<K>(p))...};
                 const int64_t mask[] = {(step[K + 1] == 0 ? int64_t(0) : int64_t(-1))...};
                 unit(po, q, mask, n);
             } else {
