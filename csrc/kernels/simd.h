@@ -197,6 +197,14 @@ template <bool NonPos> AG_INLINE vi exp_fast_lanes(vf x) {
     return NonPos ? (x >= -86.5f) : (x >= -86.5f) & (x <= 88.0f);
 }
 AG_INLINE vf exp_scale_fast(vf p, vf t) { return (vf)((vi)p + ((vi)t << 23)); }
+// Every lane of a comparison's mask set (the fast paths' test, float and double)
+#if AG_VEC_BYTES == 32
+AG_INLINE bool all_lanes(vi m) { return _mm256_movemask_ps((__m256)m) == 0xff; }
+AG_INLINE bool all_lanes(vl m) { return _mm256_movemask_pd((__m256d)m) == 0xf; }
+#else
+AG_INLINE bool all_lanes(vi m) { return _mm_movemask_ps((__m128)m) == 0xf; }
+AG_INLINE bool all_lanes(vl m) { return _mm_movemask_pd((__m128d)m) == 0x3; }
+#endif
 #endif
 
 // e^x in float, about 1 ulp: n = round(x / ln 2), r = x - n ln 2 (two constants), e^r by the
@@ -213,7 +221,7 @@ AG_INLINE vf exp_scale_fast(vf p, vf t) { return (vf)((vi)p + ((vi)t << 23)); }
 template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
     if constexpr (std::is_same_v<V, vf2>) {
 #if AG_VEC_BYTES == 16 && defined(__SSE2__)
-        if (__builtin_expect(_mm_movemask_ps((__m128)(exp_fast_lanes<NonPos>(x.v[0]) & exp_fast_lanes<NonPos>(x.v[1]))) == 0xf, 1)) {
+        if (__builtin_expect(all_lanes(exp_fast_lanes<NonPos>(x.v[0]) & exp_fast_lanes<NonPos>(x.v[1])), 1)) {
             vf2 t;
             const vf2 p = exp_reduced(x, t);
             return {{exp_scale_fast(p.v[0], t.v[0]), exp_scale_fast(p.v[1], t.v[1])}};
@@ -223,13 +231,7 @@ template <bool NonPos = false, class V> AG_INLINE V vexp(V x) {
     } else {
         vf t;
 #if AG_VEC_BYTES != 64 && defined(__SSE2__)
-        const vi fast = exp_fast_lanes<NonPos>(x);
-#if AG_VEC_BYTES == 32
-        const bool all_fast = _mm256_movemask_ps((__m256)fast) == 0xff;
-#else
-        const bool all_fast = _mm_movemask_ps((__m128)fast) == 0xf;
-#endif
-        if (__builtin_expect(all_fast, 1)) {
+        if (__builtin_expect(all_lanes(exp_fast_lanes<NonPos>(x)), 1)) {
             const vf p = exp_reduced(x, t);
             return exp_scale_fast(p, t);
         }
@@ -325,8 +327,9 @@ AG_INLINE vd fmadd(vd a, vd b, vd c) {
 // coefficients rounded to double; the Taylor series needs degree 11 for 2^-57.7). q by Estrin's
 // scheme: less than half Horner's chain of dependent operations (which outgrew the out-of-order
 // window, above all with a sibling hyperthread sharing it), as many operations.
+constexpr double kExpRoundD = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
 AG_INLINE vd exp_reduced(vd x, vd &t) {
-    const vd round = splat<vd>(6755399441055744.0);  // 1.5 * 2^52: adding it rounds to an integer
+    const vd round = splat<vd>(kExpRoundD);
     t = fmadd(x, splat<vd>(1.4426950408889634074), round);
     const vd n = t - round;
     vd r = fmadd(n, splat<vd>(-6.93147180369123816490e-01), x);
@@ -352,12 +355,7 @@ template <bool NonPos = false> AG_INLINE vd vexp(vd x) {
     vd t;
 #if AG_VEC_BYTES != 64 && defined(__SSE2__)
     const vl fast = NonPos ? (vl)(x >= -708.0) : (vl)((x >= -708.0) & (x <= 709.0));
-#if AG_VEC_BYTES == 32
-    const bool all_fast = _mm256_movemask_pd((__m256d)fast) == 0xf;
-#else
-    const bool all_fast = _mm_movemask_pd((__m128d)fast) == 0x3;
-#endif
-    if (__builtin_expect(all_fast, 1)) {
+    if (__builtin_expect(all_lanes(fast), 1)) {
         const vd p = exp_reduced(x, t);
         return (vd)((vl)p + ((vl)t << 52));  // (t's bits above n shift out)
     }
@@ -365,7 +363,7 @@ template <bool NonPos = false> AG_INLINE vd vexp(vd x) {
     if constexpr (!NonPos) x = vmin_keep_nan(splat<vd>(709.79), x);  // e^709.79 overflows to inf below
     x = vmax_keep_nan(splat<vd>(-745.2), x);                          // e^-745.2 rounds to 0 below
     const vd p = exp_reduced(x, t);
-    const vl k = (vl)t - (vl)splat<vd>(6755399441055744.0);  // n as an integer: t's low mantissa bits
+    const vl k = (vl)t - (vl)splat<vd>(kExpRoundD);  // n as an integer: t's low mantissa bits
     const vl k1 = k >> 1, k2 = k - k1;
     return p * (vd)((k1 + 1023) << 52) * (vd)((k2 + 1023) << 52);
 }
