@@ -58,7 +58,33 @@ void retire(aclOpExecutor *h) {
     r.live.erase(reinterpret_cast<uintptr_t>(h));
 }
 
+// Under AddressSanitizer every executor gets its own block, so that a use after free is caught.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSpare = false;
+#else
+constexpr bool kSpare = true;
+#endif
+struct SpareBlock {
+    void *p = nullptr;
+    ~SpareBlock() { ::operator delete(p); }
+};
+thread_local SpareBlock spare;
+
 }  // namespace
+
+void *Executor::operator new(std::size_t n) {
+    if (!kSpare || n > kBlock) return ::operator new(n);
+    if (void *p = spare.p) {
+        spare.p = nullptr;
+        return p;
+    }
+    return ::operator new(kBlock);
+}
+
+void Executor::operator delete(void *p, std::size_t n) {
+    if (!kSpare || n > kBlock || spare.p) return ::operator delete(p);
+    spare.p = p;
+}
 
 size_t live_executors() {
     Registry &r = registry();

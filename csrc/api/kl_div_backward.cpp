@@ -15,11 +15,7 @@ constexpr const char *kArgs[] = {"gradOutput", "self", "target", "out"};
 struct KlDivBackwardExec : Executor {
     kern::KlArgs args;
     aclnnStatus run(const IO &io, void *) const override {
-        kern::KlArgs a = args;  // views may have been repointed (aclSetInputTensorAddr)
-        a.grad = io[0];
-        a.target = io[2];
-        a.out = io[3];
-        kern::kl_div_backward(a);
+        kern::kl_div_backward(io[0], io[2], io[3], args);
         return ACLNN_SUCCESS;
     }
 };

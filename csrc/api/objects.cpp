@@ -9,15 +9,19 @@
 #include "memcheck.h"
 #include "status.h"
 
-int64_t aclTensor::numel() const {
-    if (negative_dim >= 0) return -1;
+namespace {
+
+int64_t count_elements(const aclTensor &t) {
+    if (t.negative_dim >= 0) return -1;
     // A 0 first: the other dims of an empty tensor may multiply past int64 (numel_overflow is
     // set only when the whole product does).
-    if (std::find(view.begin(), view.end(), 0) != view.end()) return 0;
-    int64_t n = 1;
-    for (int64_t d : view) n *= d;
-    return n;
+    if (std::find(t.view.begin(), t.view.end(), 0) != t.view.end()) return 0;
+    uint64_t n = 1;  // unsigned: wraps instead of overflowing where numel_overflow is set
+    for (int64_t d : t.view) n *= uint64_t(d);
+    return int64_t(n);
 }
+
+}  // namespace
 
 namespace ag {
 
@@ -142,6 +146,7 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
     // computed from it, and every operator's phase 1 rejects it (161002).
     for (uint64_t i = 0; i < viewDimsNum && t->negative_dim < 0; ++i)
         if (viewDims[i] < 0) t->negative_dim = int(i);
+    t->count = count_elements(*t);
     for (uint64_t i = 0; i < storageDimsNum; ++i)
         if (storageDims[i] < 0) {
             fail(ACLNN_ERR_PARAM_INVALID, "%s: storage dim %llu is negative (%lld) in %s.", fn,

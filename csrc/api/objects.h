@@ -21,8 +21,11 @@ struct aclTensor {
     // describes no memory: the operators reject it before anything uses its extent.
     int negative_dim = -1;
 
+    // Counted once at creation (the view never changes after it): phase 1 asks several times.
+    int64_t count = 0;
+
     int rank() const { return int(view.size()); }
-    int64_t numel() const;  // meaningless when numel_overflow; -1 when negative_dim >= 0
+    int64_t numel() const { return count; }  // meaningless when numel_overflow; -1 when negative_dim >= 0
 };
 
 struct aclScalar {

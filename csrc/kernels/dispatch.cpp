@@ -127,7 +127,9 @@ void softshrink_backward(const View &g, const View &x, double lambd, const View 
     AG_CALL(softshrink_backward_kernel, g, x, lambd, out);
 }
 
-void kl_div_backward(const KlArgs &a) { AG_CALL(kl_div_backward_kernel, a); }
+void kl_div_backward(const View &grad, const View &target, const View &out, const KlArgs &a) {
+    AG_CALL(kl_div_backward_kernel, grad, target, out, a);
+}
 
 CeScan cross_entropy_scan(const View &target, const View &weight, int64_t classes, int64_t ignore_index) {
     return AG_CALL(cross_entropy_scan_kernel, target, weight, classes, ignore_index);

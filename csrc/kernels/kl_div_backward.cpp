@@ -33,20 +33,20 @@ void terms(C *g, const C *t, int64_t n, bool log_target) {
 // Only the compute type is a template parameter: grad and target of any dtype are read through
 // converters (elementwise.h) into C buffers of up to kConvChunk pre-images at a time.
 template <class C>
-void reduce(const KlArgs &a) {
+void reduce(const View &grad, const View &target, const View &out, const KlArgs &a) {
     constexpr int64_t kW = 256;  // out elements per work unit along the innermost kept dim
     static_assert(kW <= kConvChunk);
-    const View o = broadcast_to(a.out, a.shape, a.ndim);
-    const View gv = broadcast_to(a.grad, a.shape, a.ndim);
-    const View tv = broadcast_to(a.target, a.shape, a.ndim);
+    const View o = broadcast_to(out, a.shape, a.ndim);
+    const View gv = broadcast_to(grad, a.shape, a.ndim);
+    const View tv = broadcast_to(target, a.shape, a.ndim);
     // Split B's dims into kept ones (out has them) and reduced ones (out is 1 or missing there).
-    const int lead = a.ndim - a.out.ndim;
+    const int lead = a.ndim - out.ndim;
     int64_t ksh[kMaxRank], kso[kMaxRank], ksg[kMaxRank], kst[kMaxRank];
     int64_t rsh[kMaxRank], rsg[kMaxRank], rst[kMaxRank];
     int nk = 0, nr = 0;
     int64_t rnum = 1;
     for (int d = 0; d < a.ndim; ++d) {
-        const int64_t od = d < lead ? 1 : a.out.shape[d - lead];
+        const int64_t od = d < lead ? 1 : out.shape[d - lead];
         if (od == a.shape[d]) {
             ksh[nk] = od, kso[nk] = o.stride[d], ksg[nk] = gv.stride[d], kst[nk++] = tv.stride[d];
         } else {
@@ -58,12 +58,12 @@ void reduce(const KlArgs &a) {
     const int64_t *rstr[2] = {rsg, rst};
     const Iter<3> kit = make_iter<3>(ksh, nk, kstr);
     const Iter<2> rit = make_iter<2>(rsh, nr, rstr);
-    const char *g = a.grad.data, *t = a.target.data;
-    const int64_t eg = dtype_size(a.grad.dtype), et = dtype_size(a.target.dtype);
-    const to_compute_fn<C> ldg = to_compute_for<C>(a.grad.dtype), ldt = to_compute_for<C>(a.target.dtype);
-    char *out = a.out.data;
-    const int64_t oes = dtype_size(a.out.dtype);
-    const DType odt = a.out.dtype;
+    const char *g = grad.data, *t = target.data;
+    const int64_t eg = dtype_size(grad.dtype), et = dtype_size(target.dtype);
+    const to_compute_fn<C> ldg = to_compute_for<C>(grad.dtype), ldt = to_compute_for<C>(target.dtype);
+    char *obase = out.data;
+    const int64_t oes = dtype_size(out.dtype);
+    const DType odt = out.dtype;
 
     // innermost kept dim: blocks of out elements; the rest walked with Walker
     const bool kflat = kit.ndim == 0;  // a single out element
@@ -80,7 +80,7 @@ void reduce(const KlArgs &a) {
             for (int64_t u = b; u < e; ++u) {
                 const Walker<3> kp(kouter, u / blocks);
                 const int64_t j0 = (u % blocks) * kW, cols = std::min(kW, kin - j0);
-                for (int64_t j = 0; j < cols; ++j) store_any(out + (kp.off[0] + (j0 + j) * kio) * oes, odt, 0.0);
+                for (int64_t j = 0; j < cols; ++j) store_any(obase + (kp.off[0] + (j0 + j) * kio) * oes, odt, 0.0);
             }
         });
         return;
@@ -123,7 +123,7 @@ void reduce(const KlArgs &a) {
             double s = 0;
             for (int64_t ch = 0; ch < nch; ++ch) s += part[size_t(k * nch + ch)];
             const Walker<3> kp(kit, k);
-            store_any(out + kp.off[0] * oes, odt, -s * c);
+            store_any(obase + kp.off[0] * oes, odt, -s * c);
         }
         return;
     }
@@ -164,7 +164,7 @@ void reduce(const KlArgs &a) {
                     }
                 }
             }
-            for (int64_t j = 0; j < cols; ++j) store_any(out + (kp.off[0] + (j0 + j) * kio) * oes, odt, -acc[j] * c);
+            for (int64_t j = 0; j < cols; ++j) store_any(obase + (kp.off[0] + (j0 + j) * kio) * oes, odt, -acc[j] * c);
         }
     });
 }
@@ -172,46 +172,46 @@ void reduce(const KlArgs &a) {
 // The pointwise map: instantiated directly only where grad, target and out share a dtype that
 // computes in its own compute type (the fast path); every other combination converts (map_convert).
 template <class C, class Op>
-void pointwise(const KlArgs &a, const View &o, Op op) {
+void pointwise(const View &grad, const View &target, const View &o, Op op) {
     const DType dt = o.dtype;
-    if (a.grad.dtype == dt && a.target.dtype == dt && (dt == DType::F64) == std::is_same_v<C, double>) {
+    if (grad.dtype == dt && target.dtype == dt && (dt == DType::F64) == std::is_same_v<C, double>) {
         dispatch_float(dt, [&](auto x) {
             using T = decltype(x);
-            if constexpr (std::is_same_v<compute_t<T>, C>) map<C, T, T, T>(o, {a.grad, a.target}, op);
+            if constexpr (std::is_same_v<compute_t<T>, C>) map<C, T, T, T>(o, {grad, target}, op);
         });
     } else {
-        map_convert<C>(o, {a.grad, a.target}, op);
+        map_convert<C>(o, {grad, target}, op);
     }
 }
 
 template <class C>
-void pointwise(const KlArgs &a) {
+void pointwise(const View &grad, const View &target, const View &out, const KlArgs &a) {
     // out has B's shape up to leading size-1 dims: view it with B's shape
-    const View o = broadcast_to(a.out, a.shape, a.ndim);
+    const View o = broadcast_to(out, a.shape, a.ndim);
     const C c = C(a.scale);
     // log_target decided outside the op, which stays branch-free
-    if (a.log_target) pointwise<C>(a, o, [c](auto gv, auto tv) { return -(vexp(tv) * gv) * c; });
-    else pointwise<C>(a, o, [c](auto gv, auto tv) { return -(tv * gv) * c; });
+    if (a.log_target) pointwise<C>(grad, target, o, [c](auto gv, auto tv) { return -(vexp(tv) * gv) * c; });
+    else pointwise<C>(grad, target, o, [c](auto gv, auto tv) { return -(tv * gv) * c; });
 }
 
 template <class C>
-void run(const KlArgs &a, bool reduces) {
-    if (reduces) reduce<C>(a);
-    else pointwise<C>(a);
+void run(const View &grad, const View &target, const View &out, const KlArgs &a, bool reduces) {
+    if (reduces) reduce<C>(grad, target, out, a);
+    else pointwise<C>(grad, target, out, a);
 }
 
 }  // namespace
 
-void kl_div_backward_kernel(const KlArgs &a) {
-    if (a.out.numel() == 0) return;
+void kl_div_backward_kernel(const View &grad, const View &target, const View &out, const KlArgs &a) {
+    if (out.numel() == 0) return;
     // Does B have a dim of size != 1 that out lacks (or has as 1)?
     bool reduces = false;
-    const int lead = a.ndim - a.out.ndim;
+    const int lead = a.ndim - out.ndim;
     for (int d = 0; d < a.ndim; ++d)
-        reduces = reduces || (d < lead ? 1 : a.out.shape[d - lead]) != a.shape[d];
+        reduces = reduces || (d < lead ? 1 : out.shape[d - lead]) != a.shape[d];
     // (a.f64: some input, self included, is f64)
-    if (a.f64 || a.grad.dtype == DType::F64 || a.target.dtype == DType::F64) run<double>(a, reduces);
-    else run<float>(a, reduces);
+    if (a.f64 || grad.dtype == DType::F64 || target.dtype == DType::F64) run<double>(grad, target, out, a, reduces);
+    else run<float>(grad, target, out, a, reduces);
 }
 
 }  // namespace AG_ISA_NS

@@ -3,8 +3,9 @@
 
 namespace ag::kern {
 
+// The parameters beside the views (grad and target broadcast to `shape`; out has self's shape),
+// which are passed apart: an executor repoints its views per launch and keeps these as they are.
 struct KlArgs {
-    View grad, target, out;   // out has self's shape; grad and target broadcast to `shape`
     int64_t shape[kMaxRank] = {};  // B = broadcast(self, target); out's shape broadcasts to it
     int ndim = 0;
     bool log_target = false;
@@ -17,7 +18,7 @@ struct KlArgs {
 // order; with few out elements and long sums, fixed chunks of them added up in chunk order), so
 // results do not depend on the thread count; an empty pre-image (a dim of B is 0) gives 0. out may be grad
 // or target itself when it has B's shape (then every out element reads only its own position).
-void kl_div_backward(const KlArgs &a);
-AG_ISA_KERNEL(void kl_div_backward_kernel(const KlArgs &a))
+void kl_div_backward(const View &grad, const View &target, const View &out, const KlArgs &a);
+AG_ISA_KERNEL(void kl_div_backward_kernel(const View &grad, const View &target, const View &out, const KlArgs &a))
 
 }  // namespace ag::kern
