@@ -81,7 +81,7 @@ aclnnStatus check_same_shape(const char *op, const aclTensor *t, const char *nam
 aclnnStatus check_shape(const char *op, const aclTensor *t, const char *name, const int64_t *expected, size_t n) {
     if (t->view.size() != n || !std::equal(expected, expected + n, t->view.begin()))
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: Expected tensor for %s to have size %s, but got %s.", op, name,
-                    shape_str(std::vector<int64_t>(expected, expected + n)).c_str(), shape_str(t->view).c_str());
+                    shape_str(expected, n).c_str(), shape_str(t->view).c_str());
     return ACLNN_SUCCESS;
 }
 

@@ -47,11 +47,11 @@ const char *dtype_name(aclDataType t) {
     }
 }
 
-std::string shape_str(const std::vector<int64_t> &shape) {
+std::string shape_str(const int64_t *dims, size_t n) {
     std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
         if (i) s += ", ";
-        s += std::to_string(shape[i]);
+        s += std::to_string(dims[i]);
     }
     return s + "]";
 }
@@ -136,8 +136,8 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
         return nullptr;
     }
     auto t = std::make_unique<aclTensor>();
-    t->view.assign(viewDims, viewDims + viewDimsNum);
-    t->storage.assign(storageDims, storageDims + storageDimsNum);
+    std::copy(viewDims, viewDims + viewDimsNum, t->view.init(viewDimsNum));
+    std::copy(storageDims, storageDims + storageDimsNum, t->storage.init(storageDimsNum));
     t->offset = offset;
     t->dtype = dataType;
     t->format = format;
@@ -153,13 +153,13 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
                  (unsigned long long)i, (long long)storageDims[i], ag::shape_str(t->storage).c_str());
             return nullptr;
         }
-    t->strides.resize(viewDimsNum);
+    int64_t *strides = t->strides.init(viewDimsNum);
     if (stride) {
-        t->strides.assign(stride, stride + viewDimsNum);
+        std::copy(stride, stride + viewDimsNum, strides);
     } else {
         int64_t s = 1;
         for (uint64_t i = viewDimsNum; i-- > 0;) {
-            t->strides[i] = s;
+            strides[i] = s;
             s = viewDims[i] > 0 && s <= INT64_MAX / viewDims[i] ? s * viewDims[i] : s;
         }
     }
@@ -198,10 +198,10 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
 }
 
 // Copies an int64 array out for the caller, who frees it with delete[] (as CANN).
-aclnnStatus copy_out(const char *fn, const aclTensor *tensor, const std::vector<int64_t> aclTensor::*field,
-                     int64_t **values, uint64_t *num) {
+aclnnStatus copy_out(const char *fn, const aclTensor *tensor, const ag::Dims aclTensor::*field, int64_t **values,
+                     uint64_t *num) {
     if (!tensor || !values || !num) return fail(ACLNN_ERR_PARAM_NULLPTR, "%s: NULL argument.", fn);
-    const std::vector<int64_t> &v = tensor->*field;
+    const ag::Dims &v = tensor->*field;
     int64_t *out = new (std::nothrow) int64_t[v.size() ? v.size() : 1];
     if (!out) return fail(ACLNN_ERR_INNER_NULLPTR, "%s: out of memory.", fn);
     std::copy(v.begin(), v.end(), out);

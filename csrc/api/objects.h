@@ -1,6 +1,7 @@
 // The objects behind the opaque aclnn handles, and the conversions the operators need.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,10 +9,46 @@
 #include "aclnn/acl_meta.h"
 #include "kernels/common.h"
 
+namespace ag {
+
+// A tensor's dims, set once at its creation: up to kInline of them in place, more on the heap, so
+// that a tensor of the usual ranks is one allocation (a std::vector each made it four: a tenth of
+// a tiny NumPy call, which creates its tensors per call, as host code often does).
+class Dims {
+public:
+    static constexpr size_t kInline = 8;
+    Dims() = default;
+    Dims(const Dims &) = delete;
+    Dims &operator=(const Dims &) = delete;
+    ~Dims() {
+        if (p_ != in_) delete[] p_;
+    }
+    // Room for n dims, their values unset (once per tensor).
+    int64_t *init(size_t n) {
+        if (n > kInline) p_ = new int64_t[n];
+        n_ = n;
+        return p_;
+    }
+    size_t size() const { return n_; }
+    const int64_t *data() const { return p_; }
+    const int64_t *begin() const { return p_; }
+    const int64_t *end() const { return p_ + n_; }
+    int64_t operator[](size_t i) const { return p_[i]; }
+    bool operator==(const Dims &o) const { return n_ == o.n_ && std::equal(begin(), end(), o.begin()); }
+    bool operator!=(const Dims &o) const { return !(*this == o); }
+
+private:
+    int64_t in_[kInline];
+    int64_t *p_ = in_;
+    size_t n_ = 0;
+};
+
+}  // namespace ag
+
 struct aclTensor {
-    std::vector<int64_t> view;
-    std::vector<int64_t> strides;
-    std::vector<int64_t> storage;
+    ag::Dims view;
+    ag::Dims strides;
+    ag::Dims storage;
     int64_t offset = 0;
     aclDataType dtype = ACL_DT_UNDEFINED;
     aclFormat format = ACL_FORMAT_ND;
@@ -40,7 +77,9 @@ struct aclIntArray {
 namespace ag {
 
 const char *dtype_name(aclDataType t);            // "DT_FLOAT", ...
-std::string shape_str(const std::vector<int64_t> &shape);  // "[2, 3]"
+std::string shape_str(const int64_t *dims, size_t n);  // "[2, 3]"
+inline std::string shape_str(const std::vector<int64_t> &s) { return shape_str(s.data(), s.size()); }
+inline std::string shape_str(const Dims &s) { return shape_str(s.data(), s.size()); }
 std::string dtype_list_str(std::initializer_list<aclDataType> list);
 bool is_float(aclDataType t);                     // f16, bf16, f32, f64
 kern::DType to_kern(aclDataType t);               // for validated dtypes only
