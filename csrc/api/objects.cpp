@@ -9,20 +9,6 @@
 #include "memcheck.h"
 #include "status.h"
 
-namespace {
-
-int64_t count_elements(const aclTensor &t) {
-    if (t.negative_dim >= 0) return -1;
-    // A 0 first: the other dims of an empty tensor may multiply past int64 (numel_overflow is
-    // set only when the whole product does).
-    if (std::find(t.view.begin(), t.view.end(), 0) != t.view.end()) return 0;
-    uint64_t n = 1;  // unsigned: wraps instead of overflowing where numel_overflow is set
-    for (int64_t d : t.view) n *= uint64_t(d);
-    return int64_t(n);
-}
-
-}  // namespace
-
 namespace ag {
 
 const char *dtype_name(aclDataType t) {
@@ -146,7 +132,6 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
     // computed from it, and every operator's phase 1 rejects it (161002).
     for (uint64_t i = 0; i < viewDimsNum && t->negative_dim < 0; ++i)
         if (viewDims[i] < 0) t->negative_dim = int(i);
-    t->count = count_elements(*t);
     for (uint64_t i = 0; i < storageDimsNum; ++i)
         if (storageDims[i] < 0) {
             fail(ACLNN_ERR_PARAM_INVALID, "%s: storage dim %llu is negative (%lld) in %s.", fn,
@@ -170,6 +155,8 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
         numel *= viewDims[i];
         if (numel > INT64_MAX) numel = __int128(INT64_MAX) + 1;  // saturate: stays "too large"
     }
+    // -1 with a negative dim; saturated where numel_overflow is set (the operators reject it)
+    t->count = t->negative_dim >= 0 ? -1 : numel > INT64_MAX ? INT64_MAX : int64_t(numel);
     for (uint64_t i = 0; i < storageDimsNum; ++i) {
         storage *= storageDims[i];
         if (storage > INT64_MAX) {

@@ -62,7 +62,7 @@ struct aclTensor {
     int64_t count = 0;
 
     int rank() const { return int(view.size()); }
-    int64_t numel() const { return count; }  // meaningless when numel_overflow; -1 when negative_dim >= 0
+    int64_t numel() const { return count; }  // INT64_MAX when numel_overflow; -1 when negative_dim >= 0
 };
 
 struct aclScalar {
