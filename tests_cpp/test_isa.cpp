@@ -360,4 +360,45 @@ TEST(Isa, VectorConversionsBitwiseAsScalar) {
     }
 }
 
+// Softshrink where g, x and out share a half type selects on their raw bits (no conversion): every
+// x bit pattern against every g pattern (x rotated against g), at band edges on, between and past
+// the halves, bitwise as the conversion to float, the select and the rounding back would give.
+template <class T> uint16_t softshrink_through_float(uint16_t gb, uint16_t xb, float lam) {
+    T g{gb}, x{xb}, o;
+    const float gf = load<float>(&g), xf = load<float>(&x);
+    store(&o, xf != xf ? xf : std::fabs(xf) > lam ? gf : 0.0f);
+    return o.bits;
+}
+
+TEST(Isa, SoftshrinkOnHalfBitsAsThroughFloat) {
+    const int64_t n = 0x10000;
+    const double lambdas[] = {0.0, 0.5, 0x1p-24, 0x1.8p-24, 1e-40, 3.0000001, 65504.0, 65519.0, 65520.0, 1e30,
+                              std::numeric_limits<double>::infinity()};
+    for (Isa isa : available_isas())
+        for (DType dt : {DType::F16, DType::BF16})
+            for (double lambd : lambdas)
+                for (int64_t rot : {0, 1, 0x7c01, 0x8000}) {
+                    Tensor g(dt, {n}), x(dt, {n}), o(dt, {n});
+                    std::vector<uint16_t> gb(n), xb(n), got(n);
+                    for (int64_t k = 0; k < n; ++k) gb[k] = uint16_t(k), xb[k] = uint16_t(k + rot);
+                    std::memcpy(g.base(), gb.data(), 2 * n);
+                    std::memcpy(x.base(), xb.data(), 2 * n);
+                    const Isa before = active_isa();
+                    ASSERT_TRUE(set_isa(isa));
+                    softshrink_backward(g.v, x.v, lambd, o.v);
+                    set_isa(before);
+                    std::memcpy(got.data(), o.base(), 2 * n);
+                    int bad = 0;
+                    for (int64_t k = 0; k < n; ++k) {
+                        const uint16_t want = dt == DType::F16 ? softshrink_through_float<half_t>(gb[k], xb[k], float(lambd))
+                                                               : softshrink_through_float<bf16_t>(gb[k], xb[k], float(lambd));
+                        if (got[k] != want && bad++ < 5)
+                            ADD_FAILURE() << isa_name(isa) << (dt == DType::F16 ? " f16" : " bf16") << " lambd " << lambd
+                                          << ": g 0x" << std::hex << gb[k] << " x 0x" << xb[k] << " -> 0x" << got[k]
+                                          << ", through float 0x" << want;
+                    }
+                    EXPECT_EQ(bad, 0);
+                }
+}
+
 }  // namespace

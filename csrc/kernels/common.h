@@ -166,6 +166,7 @@ template <class C> inline C load(const float *p) { return C(*p); }
 template <class C> inline C load(const double *p) { return C(*p); }
 template <class C> inline C load(const half_t *p) { return C(half_to_float(p->bits)); }
 template <class C> inline C load(const bf16_t *p) { return C(bf16_to_float(p->bits)); }
+template <class C> inline C load(const int16_t *p) { return C(*p); }  // (raw bits: simd.h, int16_t)
 
 inline void store(float *p, float v) { *p = v; }
 inline void store(float *p, double v) { *p = float(v); }

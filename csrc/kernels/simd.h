@@ -55,10 +55,14 @@ typedef int32_t vi __attribute__((vector_size(AG_VEC_BYTES)));
 typedef int64_t vl __attribute__((vector_size(AG_VEC_BYTES)));
 typedef uint32_t vu __attribute__((vector_size(AG_VEC_BYTES)));
 typedef uint16_t vh __attribute__((vector_size(AG_VEC_BYTES / 2)));  // raw half or bfloat16 values
+typedef int16_t vs __attribute__((vector_size(AG_VEC_BYTES)));       // a register of raw 16-bit values
 
 template <class C> struct simd_of;
 template <> struct simd_of<float> { using V = vf; using M = vi; };
 template <> struct simd_of<double> { using V = vd; using M = vl; };
+// int16_t as a compute type: half or bfloat16 values as raw bits, for ops that only compare and
+// select (map then loads and stores them unconverted)
+template <> struct simd_of<int16_t> { using V = vs; using M = vs; };
 template <class C> using vec_t = typename simd_of<C>::V;
 template <class C> using mask_t = typename simd_of<C>::M;
 template <class C> constexpr int lanes = int(AG_VEC_BYTES / sizeof(C));
@@ -66,6 +70,7 @@ template <class C> constexpr int lanes = int(AG_VEC_BYTES / sizeof(C));
 template <class V> struct elem_of;
 template <> struct elem_of<vf> { using type = float; };
 template <> struct elem_of<vd> { using type = double; };
+template <> struct elem_of<vs> { using type = int16_t; };
 
 template <class V> AG_INLINE V splat(typename elem_of<V>::type x) {
     V v;  // not V{} + x: that turns -0 into +0
