@@ -8,7 +8,8 @@
 // kernels computing e^x may differ between ISAs. Reductions must not depend on the width
 // (softmax: a fixed 16 partial sums, kept in 16 / lanes vectors).
 //
-//   vec_t<C>, lanes<C>        the vector of compute type C (float or double) and its width
+//   vec_t<C>, lanes<C>        the vector of compute type C (float or double; int16_t: raw half
+//                             or bfloat16 bits, loaded and stored unconverted) and its width
 //   vload<C>(p)               lanes<C> elements of any element type, converted to C
 //   vstore(p, v)              v rounded once into p's element type
 //   vstore2                   two vectors, one after the other
