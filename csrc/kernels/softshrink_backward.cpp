@@ -55,8 +55,8 @@ auto op_bits(double lambd) {
 
 }  // namespace
 
-// Instantiated directly where g, x and out share a dtype (the fast path; half types as bits); mixed dtypes convert
-// (elementwise.h, map_convert), in f64 if an input is f64.
+// Instantiated directly where g, x and out share a dtype (the fast path; half types as bits);
+// mixed dtypes convert (elementwise.h, map_convert), in f64 if an input is f64.
 void softshrink_backward_kernel(const View &g, const View &x, double lambd, const View &out) {
     if (out.numel() == 0) return;
     const DType dt = out.dtype;
