@@ -401,4 +401,58 @@ TEST(Isa, SoftshrinkOnHalfBitsAsThroughFloat) {
                 }
 }
 
+// Softmax into any output dtype and layout: each element its compute-type value rounded once (the
+// value of a C-order output in the compute type: the output's layout changes no sum), on every
+// ISA, for a last, middle and first dim and for C-order, F-order and strided outputs; every element
+// written, also where the output is large enough to be streamed (an output of 8 MiB and more,
+// already in memory: canary-filled).
+TEST(Isa, SoftmaxIntoAnyDtypeAsItsComputeTypeRounded) {
+    std::mt19937_64 rng(7);
+    struct Case {
+        Shape shape;
+        int dim;
+        bool large;
+    };
+    const Case cases[] = {{{37, 45}, 1, false}, {{45, 37}, 0, false}, {{3, 20, 17}, 1, false}, {{1100, 1000}, 0, true}};
+    for (Isa isa : available_isas())
+        for (DType t : kFloats) {
+            const DType c = t == DType::F64 ? DType::F64 : DType::F32;
+            for (const Case &k : cases) {
+                Tensor g(t, k.shape), y(t, k.shape), want(c, k.shape);
+                g.random(rng, -2, 2);
+                y.random(rng, 0, 0.01);
+                const Isa before = active_isa();
+                ASSERT_TRUE(set_isa(isa));
+                softmax_backward(g.v, y.v, k.dim, want.v);
+                for (DType o : kFloats) {
+                    if (k.large && elem_size(o) < 8) continue;  // (streamed: the 8-byte outputs suffice)
+                    const Shape &sh = k.shape;
+                    const int64_t rows = sh.front(), cols = sh.back(), mid = sh.size() == 3 ? sh[1] : 1;
+                    const Shape f_order = sh.size() == 2 ? Shape{1, rows} : Shape{1, rows, rows * mid};
+                    const Shape strided = sh.size() == 2 ? Shape{2 * cols, 2} : Shape{2 * mid * cols, 2 * cols, 2};
+                    for (const Shape &strides : {Shape{}, f_order, strided}) {
+                        Tensor out(o, sh, strides);
+                        for (int64_t e = 0; e < out.storage(); ++e) out.set(e, 7.0);
+                        softmax_backward(g.v, y.v, k.dim, out.v);
+                        Tensor r(o, {1});  // want's element rounded into o
+                        int bad = 0;
+                        for (int64_t e = 0, n = rows * mid * cols; e < n; ++e) {
+                            int64_t at = 0;  // e's offset in out (want is C order)
+                            for (int64_t i = int64_t(sh.size()), rest = e; i-- > 0; rest /= sh[i])
+                                at += rest % sh[i] * out.v.stride[i];
+                            r.set(0, want.get(e));
+                            const double got = out.get(at);
+                            if (!(got == r.get(0)) && bad++ < 3)
+                                ADD_FAILURE() << isa_name(isa) << " " << dname(t) << " -> " << dname(o) << " dim " << k.dim
+                                              << " strides " << strides.size() << ": element " << e << " " << got
+                                              << ", want " << r.get(0);
+                        }
+                        EXPECT_EQ(bad, 0);
+                    }
+                }
+                set_isa(before);
+            }
+        }
+}
+
 }  // namespace

@@ -755,6 +755,9 @@ template <class O, class V> AG_INLINE void vstream(O *p, V v) {
     } else if constexpr (B == 32) {
 #if AG_VEC_BYTES >= 32
         _mm256_stream_si256(reinterpret_cast<__m256i *>(p), _mm256_load_si256(reinterpret_cast<const __m256i *>(buf)));
+#else  // (a float vector into double with SSE2)
+        for (int h = 0; h < 2; ++h)
+            _mm_stream_si128(reinterpret_cast<__m128i *>(p) + h, _mm_load_si128(reinterpret_cast<const __m128i *>(buf) + h));
 #endif
     } else if constexpr (B == 16) {
         _mm_stream_si128(reinterpret_cast<__m128i *>(p), _mm_load_si128(reinterpret_cast<const __m128i *>(buf)));

@@ -1,14 +1,15 @@
 // Softmax backward: out = y * (g - s), s = sum over `dim` of g * y, accumulated in the compute
-// type (float for half types) in an order fixed by the shapes alone: along a line, 16 partial sums
-// (element i into sum i % 16) added pairwise at the end; for a reduction over a dim that is not
-// the innermost, one sum per column, in index order. Vectorized with simd.h (same bits on every
+// type (float for half types) in an order fixed by the shape and the inputs' layout: where both
+// inputs are contiguous along dim, 16 partial sums (element i into sum i % 16) added pairwise at
+// the end; otherwise one sum per column, in index order. Vectorized with simd.h (same bits on every
 // ISA); the two passes over a line or a block of columns reread it from cache.
 #include "softmax_backward.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 
-#include "iter.h"
-#include "simd.h"
+#include "elementwise.h"
 
 namespace ag::kern {
 inline namespace AG_ISA_NS {
@@ -444,7 +445,9 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     const int64_t count = it.numel();
     const bool contig = sd[0] == 1 && sd[1] == 1 && sd[2] == 1;
     const bool in_cache = count * n * int64_t(2 * sizeof(T) + sizeof(O)) <= cache_bytes();
-    if (!contig && it.ndim > 0) {
+    // The order of the sums follows the inputs alone (lines where both run along dim, else
+    // columns): out's layout changes no value.
+    if (!(sd[0] == 1 && sd[1] == 1) && it.ndim > 0) {
         columns(g, y, out, it, n, sd, !in_cache);
         return;
     }
@@ -481,12 +484,44 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     });
 }
 
+// Strides of a dense tensor of v's shape with its dims in v's order (by |stride|): C order for a
+// C-order v, F order for an F-order one, so that the loops walk both alike.
+void dense_like(const View &v, int64_t *stride) {
+    int d[kMaxRank];
+    for (int k = 0; k < v.ndim; ++k) d[k] = k;
+    std::stable_sort(d, d + v.ndim, [&](int a, int b) { return std::abs(v.stride[a]) > std::abs(v.stride[b]); });
+    int64_t s = 1;
+    for (int k = v.ndim; k-- > 0;) {
+        stride[d[k]] = s;
+        s *= v.shape[d[k]];
+    }
+}
+
 }  // namespace
 
+// Loops for out in the inputs' dtype or in their compute type; any other out dtype (a rare call)
+// gets the values in the compute type into a buffer laid out like out, then each rounded once into
+// out by map_convert, whose store is the one these loops use: the same bits, for a third of the
+// build (16 dtype pairs of every loop took 3x the compile time of these 6).
 void softmax_backward_kernel(const View &g, const View &y, int dim, const View &out) {
-    if (g.numel() == 0) return;
+    const int64_t numel = g.numel();
+    if (numel == 0) return;
     dispatch_float(g.dtype, [&](auto t) {
-        dispatch_float(out.dtype, [&](auto o) { run<decltype(t), decltype(o)>(g, y, dim, out); });
+        using T = decltype(t);
+        using C = compute_t<T>;
+        dispatch_float(out.dtype, [&](auto o) {
+            using O = decltype(o);
+            if constexpr (std::is_same_v<O, T> || std::is_same_v<O, C>) run<T, O>(g, y, dim, out);
+        });
+        const DType dc = std::is_same_v<C, double> ? DType::F64 : DType::F32;
+        if (out.dtype == g.dtype || out.dtype == dc) return;
+        const std::unique_ptr<C[]> buf(new C[size_t(numel)]);
+        View v = out;
+        v.data = reinterpret_cast<char *>(buf.get());
+        v.dtype = dc;
+        dense_like(out, v.stride);
+        run<T, C>(g, y, dim, v);
+        map_convert<C>(out, {v}, [](auto a) { return a; });
     });
 }
 
