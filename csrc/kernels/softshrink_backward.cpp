@@ -26,7 +26,8 @@ auto op(double lambd) {
 template <class T>
 auto op_bits(double lambd) {
     constexpr bool f16 = std::is_same_v<T, half_t>;
-    constexpr int16_t inf = f16 ? 0x7c00 : 0x7f80, quiet = f16 ? 0x0200 : 0x0040;
+    // (maybe_unused: GCC 12 for aarch64 calls quiet unused, which the lambda below reads)
+    [[maybe_unused]] constexpr int16_t inf = f16 ? 0x7c00 : 0x7f80, quiet = f16 ? 0x0200 : 0x0040;
     const float lam = float(lambd);  // (as op<float>)
     const auto value = [](int16_t b) {
         T h;
