@@ -430,7 +430,8 @@ TEST(Isa, SoftmaxIntoAnyDtypeAsItsComputeTypeRounded) {
                     const int64_t rows = sh.front(), cols = sh.back(), mid = sh.size() == 3 ? sh[1] : 1;
                     const Shape f_order = sh.size() == 2 ? Shape{1, rows} : Shape{1, rows, rows * mid};
                     const Shape strided = sh.size() == 2 ? Shape{2 * cols, 2} : Shape{2 * mid * cols, 2 * cols, 2};
-                    for (const Shape &strides : {Shape{}, f_order, strided}) {
+                    for (const auto &[layout, strides] : {std::pair<const char *, Shape>{"C order", {}},
+                                                          {"F order", f_order}, {"strided", strided}}) {
                         Tensor out(o, sh, strides);
                         for (int64_t e = 0; e < out.storage(); ++e) out.set(e, 7.0);
                         softmax_backward(g.v, y.v, k.dim, out.v);
@@ -444,7 +445,7 @@ TEST(Isa, SoftmaxIntoAnyDtypeAsItsComputeTypeRounded) {
                             const double got = out.get(at);
                             if (!(got == r.get(0)) && bad++ < 3)
                                 ADD_FAILURE() << isa_name(isa) << " " << dname(t) << " -> " << dname(o) << " dim " << k.dim
-                                              << " strides " << strides.size() << ": element " << e << " " << got
+                                              << " " << layout << ": element " << e << " " << got
                                               << ", want " << r.get(0);
                         }
                         EXPECT_EQ(bad, 0);

@@ -509,19 +509,21 @@ void softmax_backward_kernel(const View &g, const View &y, int dim, const View &
     dispatch_float(g.dtype, [&](auto t) {
         using T = decltype(t);
         using C = compute_t<T>;
+        const auto value = [](auto a) { return a; };  // (one map_convert for every such O)
         dispatch_float(out.dtype, [&](auto o) {
             using O = decltype(o);
-            if constexpr (std::is_same_v<O, T> || std::is_same_v<O, C>) run<T, O>(g, y, dim, out);
+            if constexpr (std::is_same_v<O, T> || std::is_same_v<O, C>) {
+                run<T, O>(g, y, dim, out);
+            } else {
+                const std::unique_ptr<C[]> buf(new C[size_t(numel)]);
+                View v = out;
+                v.data = reinterpret_cast<char *>(buf.get());
+                v.dtype = std::is_same_v<C, double> ? DType::F64 : DType::F32;
+                dense_like(out, v.stride);
+                run<T, C>(g, y, dim, v);
+                map_convert<C>(out, {v}, value);
+            }
         });
-        const DType dc = std::is_same_v<C, double> ? DType::F64 : DType::F32;
-        if (out.dtype == g.dtype || out.dtype == dc) return;
-        const std::unique_ptr<C[]> buf(new C[size_t(numel)]);
-        View v = out;
-        v.data = reinterpret_cast<char *>(buf.get());
-        v.dtype = dc;
-        dense_like(out, v.stride);
-        run<T, C>(g, y, dim, v);
-        map_convert<C>(out, {v}, [](auto a) { return a; });
     });
 }
 
