@@ -1,8 +1,9 @@
 """Benchmark: ascendgrad against PyTorch CPU and a same-size memory copy, in one process, at one
 thread count for both libraries.
 
-For every operator x dtype (f32, f16, bf16, f64) x size (a sweep: 1x1000, 16x4096, 256x4096 and
-2048x4096, which sit in L1/L2/L3, then 64 MiB per tensor, and with --sweep 16384x4096 = 64 M elements;
+For every operator x dtype (f32, f16, bf16, f64) x size (1x1000, 16x4096, 256x4096 and 2048x4096,
+which sit in L1/L2/L3, then 64 MiB per tensor; with --sweep every 4x from 1x4096 to 16384x4096 =
+64 M elements, 2048x4096 and 64 MiB per tensor among them;
 softmax also over the middle dim of (64, 1024, 64), (32, 64, 4096) and (16, 4096, 8) and over last
 dims of 32000 and 10; cross entropy also with label smoothing, and over 10 classes) it times:
 
@@ -169,16 +170,17 @@ def rand(shape, dt, kind, seed):
 
 
 def sizes(dname, quick, sweep=False):
-    """(name, shape) of the 2-D sizes: L1/L2/L3-resident ones, then LARGE_BYTES per tensor (and 64 M
-    elements with sweep)."""
+    """(name, shape) of the 2-D sizes: L1/L2/L3-resident ones, then LARGE_BYTES per tensor; with sweep
+    every 4x from 4 K to 64 M elements (the single-thread / parallel boundary, 32 K, falls between 16 K
+    and 64 K; each level of cache gets at least one size)."""
     if quick:
         return [("1x1000", (1, 1000)), ("256x4096", (256, 4096))]
     rows = LARGE_BYTES // (4096 * np.dtype(DTYPES[dname]).itemsize)
-    out = [("1x1000", (1, 1000)), ("16x4096", (16, 4096)), ("256x4096", (256, 4096)), ("2048x4096", (2048, 4096)),
-           (f"{rows}x4096", (rows, 4096))]
+    steps = (1, 4, 16, 64, 256, 1024, 2048) if sweep else (16, 256, 2048)
+    out = [("1x1000", (1, 1000))] + [(f"{r}x4096", (r, 4096)) for r in steps] + [(f"{rows}x4096", (rows, 4096))]
     if sweep:
         out.append(("16384x4096", (16384, 4096)))
-    return list(dict.fromkeys(out))
+    return sorted(dict.fromkeys(out), key=lambda s: np.prod(s[1]))
 
 
 def guarded(fn):
@@ -715,7 +717,7 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=0, help="threads for both libraries (default: all cores)")
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--quick", action="store_true", help="small and medium sizes only")
-    p.add_argument("--sweep", action="store_true", help="also 64 M elements per tensor (16384x4096)")
+    p.add_argument("--sweep", action="store_true", help="every 4x from 4 K to 64 M elements per tensor (1x4096 to 16384x4096)")
     p.add_argument("--isa", default="all",
                    help="ISA paths: all (every one this CPU has, one process each), best (this process's), "
                         "or one name (baseline, avx2, avx512)")
