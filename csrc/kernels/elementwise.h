@@ -181,7 +181,11 @@ void for_each_run(const View (&views)[N], Body &&body) {
     const View &v0 = views[0];
     const int64_t numel = v0.numel();
     if (numel == 0) return;
-    const int64_t work = numel * N;
+    // Threads from kParallelMin output elements on, as every kernel here counts (and PyTorch's
+    // grain): counting each input too forked 2 threads for 16 K elements (a few us of work), and on a
+    // VM a call after a pause then waited milliseconds for its second thread to wake (bench.py --sweep,
+    // 4x4096: softshrink 0.3-1.3 ms against PyTorch's 0.2, serial there).
+    const int64_t work = numel;
     int64_t base = 0;
     if (detail::same_dense_layout(views, &base)) {
         parallel_for(numel, work, [&](int64_t b, int64_t e) {

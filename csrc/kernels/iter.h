@@ -90,12 +90,13 @@ struct Walker {
 };
 
 // Runs f(begin, end) over [0, n). Each thread owns one contiguous range and takes it in up to 8
-// pieces (of at least 64 K elements touched), in order; a thread done with its own range takes
+// pieces (of at least 64 K elements of work), in order; a thread done with its own range takes
 // the next pieces of the others'. So a thread that runs slower (a busy sibling hyperthread, a VM's
 // neighbour, an efficiency core) leaves its last pieces to the others instead of keeping them
 // waiting, and otherwise each thread touches the same elements call after call (its caches keep
 // them). Results never depend on the split: every caller computes each element (row, block) on
-// its own. `work` (elements touched) decides whether threads are worth starting at all.
+// its own. `work` (the output's elements, or a kernel's like measure: softmax's rows times their
+// length) decides whether threads are worth starting at all.
 template <class F>
 void parallel_for(int64_t n, int64_t work, F &&f) {
     constexpr int kMaxOwners = 64;  // (more threads: each its own range in one piece)
