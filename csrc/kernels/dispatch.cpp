@@ -40,7 +40,9 @@ Isa best_isa() {
     __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     if ((lo & 0x6) != 0x6) return Isa::Baseline;  // the OS does not save YMM registers
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & bit_AVX2)) return Isa::Baseline;
-#if defined(AG_HAVE_AVX512)
+#if defined(AG_AVX512_EMULATED)
+    return Isa::Avx512;  // (tests_cpp/avx512_emulation.h: those kernels need AVX2 only)
+#elif defined(AG_HAVE_AVX512)
     const unsigned avx512 = bit_AVX512F | bit_AVX512DQ | bit_AVX512BW | bit_AVX512VL;
     if ((b & avx512) == avx512 && (lo & 0xe6) == 0xe6) return Isa::Avx512;  // and ZMM, opmask state
 #endif

@@ -82,9 +82,9 @@ template <class V> AG_INLINE V splat(typename elem_of<V>::type x) {
 AG_INLINE vf vabs(vf v) { return (vf)((vi)v & 0x7fffffff); }
 AG_INLINE vd vabs(vd v) { return (vd)((vl)v & 0x7fffffffffffffffLL); }
 
-// Makes v opaque to the optimizer at this point (no instruction).
+// Makes v opaque to the optimizer at this point (no instruction; results never depend on it).
 template <class V> AG_INLINE void opaque(V &v) {
-#if AG_VEC_BYTES == 64
+#if AG_VEC_BYTES == 64 && !defined(AG_AVX512_EMULATED)  // (tests_cpp/avx512_emulation.h)
     __asm__("" : "+v"(v));
 #else
     (void)v;
