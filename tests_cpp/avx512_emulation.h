@@ -68,18 +68,24 @@ AG_EMU __m512d maskz_min_pd(__mmask8 k, __m512d a, __m512d b) {
     return zero_masked<double>(k, halves<__m512d, __m256d>([](__m256d x, __m256d y) { return _mm256_min_pd(x, y); }, a, b));
 }
 
-// a 2^floor(b): NaN in, quiet NaN out (a's first); 0 * 2^inf and inf * 2^-inf are NaN. In double
-// with the exponent clamped (past +-400 every float result is already 0 or inf), then rounded
-// once to float: the correctly rounded result, subnormals included.
-AG_EMU float scalef(float a, float b) {
-    if (std::isnan(a) || std::isnan(b)) return a + b;
-    if (std::isinf(b)) return b > 0 ? a * std::numeric_limits<float>::infinity() : a * 0.0f;
-    const double n = std::fmin(std::fmax(std::floor(double(b)), -400.0), 400.0);
-    return float(std::ldexp(double(a), int(n)));
+// a 2^floor(b): NaN in, quiet NaN out (a's first); 0 * 2^inf and inf * 2^-inf are NaN. Computed
+// in double with the exponent clamped (past +-400 every float result is already 0 or inf; past
+// +-2200 every double one), ldexp rounding once: the correctly rounded result, subnormals included.
+template <class T> AG_EMU T scalef(T a, T b) {
+    if (std::isnan(a)) return a + a;
+    if (std::isnan(b)) return b + b;
+    if (std::isinf(b)) return b > 0 ? a * std::numeric_limits<T>::infinity() : a * T(0);
+    const double lim = sizeof(T) == 4 ? 400.0 : 2200.0;
+    const double n = std::fmin(std::fmax(std::floor(double(b)), -lim), lim);
+    return T(std::ldexp(double(a), int(n)));
 }
 AG_EMU __m512 maskz_scalef_ps(__mmask16 k, __m512 a, __m512 b) {
     for (int l = 0; l < 16; ++l) a[l] = scalef(a[l], b[l]);
     return zero_masked<float>(k, a);
+}
+AG_EMU __m512d maskz_scalef_pd(__mmask8 k, __m512d a, __m512d b) {
+    for (int l = 0; l < 8; ++l) a[l] = scalef(a[l], b[l]);
+    return zero_masked<double>(k, a);
 }
 // 1/d cut to 14 fraction bits (relative error below 2^-14); 1/+-0 = +-inf, 1/+-inf = +-0
 AG_EMU __m512 maskz_rcp14_ps(__mmask16 k, __m512 d) {
@@ -198,6 +204,8 @@ template <class W, class K> AG_EMU void mask_storeu_epi8(void *p, K k, W v) {
 #define _mm512_maskz_min_pd ag_emu::maskz_min_pd
 #undef _mm512_maskz_scalef_ps
 #define _mm512_maskz_scalef_ps ag_emu::maskz_scalef_ps
+#undef _mm512_maskz_scalef_pd
+#define _mm512_maskz_scalef_pd ag_emu::maskz_scalef_pd
 #undef _mm512_maskz_rcp14_ps
 #define _mm512_maskz_rcp14_ps ag_emu::maskz_rcp14_ps
 #undef _mm512_cmp_ps_mask

@@ -354,9 +354,9 @@ AG_INLINE vd exp_reduced(vd x, vd &t) {
 
 // e^x in double, about 1 ulp (exp_reduced). Where every lane's result is normal (x in [-708, 709]:
 // n in [-1021, 1023]) n is added to e^r's exponent (x86 without AVX-512: fewer operations than the
-// general path, whose 64-bit shifts SSE2 and AVX2 lack); else 2^n is applied in two halves so that
-// results in the subnormal range round once. NaN stays NaN, -inf gives 0, +inf gives inf. (NonPos:
-// as the float one's: x <= 0 or NaN.)
+// general path, whose 64-bit shifts SSE2 and AVX2 lack); else 2^n is applied so that results in the
+// subnormal range round once: by vscalefpd (AVX-512), else in two halves. NaN stays NaN, -inf gives
+// 0, +inf gives inf. (NonPos: as the float one's: x <= 0 or NaN.)
 template <bool NonPos = false> AG_INLINE vd vexp(vd x) {
     vd t;
 #if AG_VEC_BYTES != 64 && defined(__SSE2__)
@@ -369,9 +369,14 @@ template <bool NonPos = false> AG_INLINE vd vexp(vd x) {
     if constexpr (!NonPos) x = vmin_keep_nan(splat<vd>(709.79), x);  // e^709.79 overflows to inf below
     x = vmax_keep_nan(splat<vd>(-745.2), x);                          // e^-745.2 rounds to 0 below
     const vd p = exp_reduced(x, t);
+#if AG_VEC_BYTES == 64
+    // p 2^n in one rounding: the bits of the two halves, in one instruction
+    return (vd)_mm512_maskz_scalef_pd(0xff, (__m512d)p, (__m512d)(t - splat<vd>(kExpRoundD)));
+#else
     const vl k = (vl)t - (vl)splat<vd>(kExpRoundD);  // n as an integer: t's low mantissa bits
     const vl k1 = k >> 1, k2 = k - k1;
     return p * (vd)((k1 + 1023) << 52) * (vd)((k2 + 1023) << 52);
+#endif
 }
 
 // e^x of one element computed as one lane of vexp: for the few scalar uses next to vector loops.
