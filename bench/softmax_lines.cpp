@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -62,17 +63,18 @@ void measure(const char *dtype, int64_t rows, int64_t n, int threads, int rounds
     std::normal_distribution<float> normal;
     std::uniform_real_distribution<float> uniform;
     for (int64_t i = 0; i < N; ++i) g[i] = from_float<T>(normal(rng)), y[i] = from_float<T>(uniform(rng));
-    const size_t offsets[3] = {16, 0, 2064};
-    T *outs[3];
-    for (int o = 0; o < 3; ++o) outs[o] = reinterpret_cast<T *>(at_offset(keep, N * sizeof(T), offsets[o]));
+    constexpr size_t offsets[] = {16, 0, 2064};
+    constexpr int kOuts = int(std::size(offsets));
+    T *outs[kOuts];
+    for (int o = 0; o < kOuts; ++o) outs[o] = reinterpret_cast<T *>(at_offset(keep, N * sizeof(T), offsets[o]));
     std::vector<char> flush(size_t(512) << 20, 1);
     const int64_t shape[2] = {rows, n}, st[2] = {n, 1};
     const int64_t *strides[3] = {st, st, st};
     const Iter<3> it = make_iter<3>(shape, 2, strides, 1);
     const int64_t sd[3] = {1, 1, 1};
-    std::vector<double> warm[3][2], cold[3][2];
+    std::vector<double> warm[kOuts][2], cold[kOuts][2];
     for (int round = 0; round < rounds; ++round)
-        for (int o = 0; o < 3; ++o)
+        for (int o = 0; o < kOuts; ++o)
             for (int pipelined = 0; pipelined < 2; ++pipelined) {
                 const auto call = [&] {
                     parallel_for(rows, N, [&](int64_t b, int64_t e) {
@@ -95,7 +97,7 @@ void measure(const char *dtype, int64_t rows, int64_t n, int threads, int rounds
                 warm[o][pipelined].push_back(w);
                 cold[o][pipelined].push_back(c);
             }
-    for (int o = 0; o < 3; ++o)
+    for (int o = 0; o < kOuts; ++o)
         for (int p = 0; p < 2; ++p)
             std::printf("%s %s %lldx%lld, %d threads, inputs +16 B, out +%zu B, %s: warm min %.3f med %.3f | after flush min %.3f med %.3f ms\n",
                         AG_NAME(AG_ISA_NS), dtype, (long long)rows, (long long)n, threads, offsets[o],
