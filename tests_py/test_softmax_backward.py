@@ -163,8 +163,8 @@ def test_each_line_as_alone_whatever_the_loop_order(dtype, shape):
     # Contiguous lines are summed and written in two passes or pipelined, by line length and by
     # whether the data outgrow the last-level cache (these shapes: 74-192 MiB, more than most
     # hold; a line or two: less). f32 lines of 40000 (160 KiB) are pipelined from memory and in
-    # two passes from cache; bf16 lines of 2048 (4 KiB) the other way round. Each line's result is
-    # bitwise the same.
+    # two passes from cache; bf16 lines of 2048 (4 KiB) the other way round (on AMD CPUs with
+    # AVX-512, in two passes both ways). Each line's result is bitwise the same.
     g, y = make(shape, 1, dtype)
     got = ascendgrad.softmax_backward(g, y, 1)
     for i in (0, 1, shape[0] // 2 + 1, shape[0] - 1):
