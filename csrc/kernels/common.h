@@ -94,9 +94,9 @@ void set_num_threads(int n);
 // say): data of a call up to this size are still cached when the next call reads them.
 int64_t cache_bytes();
 
-// Contiguous lines shorter than this many bytes are summed, then written, not pipelined (softmax):
-// 16 KiB on AMD CPUs with AVX-512 (Zen 4 and 5), else 0 (bench/RESULTS.md, 2026-11-28).
-int64_t min_pipelined_line_bytes();
+// Whether this is an AMD CPU with AVX-512 F (Zen 4 and later), whose caches favour another loop
+// order in softmax than Zen 3's and Intel's (softmax_backward.cpp; bench/RESULTS.md, 2026-11-28).
+bool amd_avx512();
 
 // Whether the page holding p is in memory. A result just allocated is not (its pages are mapped on
 // first touch); where that cannot be asked (not Linux), true.

@@ -77,20 +77,17 @@ int64_t cache_bytes() {
     return bytes;
 }
 
-int64_t min_pipelined_line_bytes() {
-    static const int64_t bytes = [] {
+bool amd_avx512() {
+    static const bool yes = [] {
 #if defined(__x86_64__) || defined(__i386__)
         unsigned a, b, c, d;
-        // "AuthenticAMD" with AVX-512 F: Zen 4 and later. There lines of 8 KiB ran 10-35% faster
-        // in two passes (f32, f16, bf16, in cache and from memory, 2 threads; 16 KiB a draw), where
-        // Zen 3 and an Intel Xeon ran half types' 8 KiB lines 10-20% faster pipelined.
-        if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163 &&
-            __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX512F))
-            return int64_t(16) << 10;
+        return __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163 &&
+               __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX512F);  // "AuthenticAMD"
+#else
+        return false;
 #endif
-        return int64_t(0);
     }();
-    return bytes;
+    return yes;
 }
 
 bool page_resident(const void *p) {

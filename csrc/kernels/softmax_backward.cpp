@@ -464,11 +464,14 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     //   open at once. (On Zen 5 two passes once measured faster for half types: f16 2048x4096, 1
     //   thread, 1.2-1.35x, and for f32 256x4096 in cache; the later kernels measured on Zen 3 and
     //   Intel above do not.)
-    // - On AMD CPUs with AVX-512 (Zen 4 and 5): two passes for lines under 16 KiB, in cache and from
-    //   memory (min_pipelined_line_bytes).
+    // - On AMD CPUs with AVX-512 (Zen 4 and 5) the other way round: pipelined only from memory, only
+    //   f32 and f64 lines of 16 KiB and more (5-10% faster); two passes in cache (f32 256x4096 and
+    //   512x4096, 15-30%), for half types from memory too (bf16 and f16 lines of 16 to 64 KiB,
+    //   5-17%), and for shorter lines (8 KiB: 10-35%; bench/RESULTS.md, 2026-11-28).
     const int64_t line = n * int64_t(sizeof(T));
-    const bool pipelined = line >= min_pipelined_line_bytes() &&
-                           (in_cache ? 4 * line <= (int64_t(512) << 10) : line >= (int64_t(8) << 10));
+    const bool pipelined = amd_avx512() ? !in_cache && sizeof(T) >= 4 && line >= (int64_t(16) << 10)
+                           : in_cache   ? 4 * line <= (int64_t(512) << 10)
+                                        : line >= (int64_t(8) << 10);
     parallel_for(count, count * n, [&](int64_t b, int64_t e) {
         // (short lines and narrow blocks have their loops only where out has the inputs' dtype:
         // the other 12 pairs take the general ones, the same results, and the build stays short)
