@@ -177,27 +177,29 @@ TEST(SimdConversions, HalfAndBf16LoadsAndStoresMatchTheScalarOnes) {
 }
 
 // Streaming stores only into pages already in memory (common.h, stream_output): a fresh mapping's
-// pages are not, until written.
+// pages are not, until written. And only for calls too large for the last-level cache.
 TEST(Elementwise, StreamsOnlyIntoLargeResidentOutputs) {
 #if defined(__linux__)
     const size_t n = size_t(16) << 20;
+    const int64_t big = kern::cache_bytes() + 1;
     void *p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(p, MAP_FAILED);
     volatile char *c = static_cast<char *>(p);
     EXPECT_FALSE(kern::page_resident(p));
-    EXPECT_FALSE(kern::stream_output(p, int64_t(n)));
+    EXPECT_FALSE(kern::stream_output(p, int64_t(n), big));
     c[0] = 1;  // as malloc's header in a fresh block: the last page is still not in memory
     EXPECT_TRUE(kern::page_resident(p));
-    EXPECT_FALSE(kern::stream_output(p, int64_t(n)));
+    EXPECT_FALSE(kern::stream_output(p, int64_t(n), big));
     c[n - 1] = 1;
-    EXPECT_TRUE(kern::stream_output(p, int64_t(n)));
-    EXPECT_FALSE(kern::stream_output(p, int64_t(kern::kStreamMin) - 1));
+    EXPECT_TRUE(kern::stream_output(p, int64_t(n), big));
+    EXPECT_FALSE(kern::stream_output(p, int64_t(kern::kStreamMin) - 1, big));
+    EXPECT_FALSE(kern::stream_output(p, int64_t(n), kern::cache_bytes()));
     munmap(p, n);
 #else
     // without mincore every page counts as in memory: large outputs stream as before
     int x = 0;
     EXPECT_TRUE(kern::page_resident(&x));
-    EXPECT_TRUE(kern::stream_output(&x, kern::kStreamMin));
-    EXPECT_FALSE(kern::stream_output(&x, kern::kStreamMin - 1));
+    EXPECT_TRUE(kern::stream_output(&x, kern::kStreamMin, kern::cache_bytes() + 1));
+    EXPECT_FALSE(kern::stream_output(&x, kern::kStreamMin - 1, kern::cache_bytes() + 1));
 #endif
 }

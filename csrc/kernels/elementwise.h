@@ -255,8 +255,9 @@ void map_impl(std::index_sequence<K...>, const View &out, const View *in, Op &op
     O *const o = reinterpret_cast<O *>(out.data);
     const std::tuple<const T *...> src{reinterpret_cast<const T *>(in[K].data)...};
     const View v[N] = {out, broadcast_to(in[K], out.shape, out.ndim)...};
-    // streaming stores for outputs well past the caches a thread has to itself (common.h)
-    const bool stream = stream_output(out.data, out.numel() * int64_t(sizeof(O)));
+    // streaming stores for outputs well past the caches (common.h)
+    const int64_t obytes = out.numel() * int64_t(sizeof(O));
+    const bool stream = stream_output(out.data, obytes, obytes + (... + (in[K].numel() * int64_t(sizeof(T)))));
     using P = std::tuple<const T *...>;
 
     // A run with out contiguous, each input contiguous (unit step 1) or broadcast along it (0: p

@@ -207,7 +207,8 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
     // A block of both inputs (n * w elements each) within 256 KiB, a part of any L2.
     int64_t w = (256 * 1024) / (n * int64_t(sizeof(T)) * 2);
     w = std::max<int64_t>(kLanes, std::min<int64_t>(kMaxW, w)) & ~int64_t(kLanes - 1);
-    const bool stream = stream_output(out, it.numel() * n * int64_t(sizeof(O)));
+    const int64_t numel = it.numel() * n;
+    const bool stream = stream_output(out, numel * int64_t(sizeof(O)), numel * int64_t(2 * sizeof(T) + sizeof(O)));
     const int64_t blocks = (inner + w - 1) / w;
     Iter<3> outer = it;
     outer.ndim = k;
