@@ -106,15 +106,40 @@ AG_INLINE void apply_all(const Line<T, O> &l, C s, int64_t n, int64_t sg, int64_
     if (k < n) apply(l, s, k, n - k, sg, sy, so);
 }
 
+// A contiguous run of n elements of out, r(j) the vector at j, by streaming stores: every byte, the
+// partial vectors at the ends by 16 bytes. An ordinary store into a cache line that streaming
+// stores also write (or into the line next to it) costs a read and a partial write of memory: with
+// a row's ends written so, 1.6-1.8 times the time (Zen 3, (32, 64, 4096) f32). False, storing
+// nothing, where po's alignment or n does not allow it.
+template <class C, class O, class R> AG_INLINE bool stream_run(O *po, int64_t n, R &&r) {
+    constexpr int64_t L = lanes<C>;
+    const int64_t h = aligned_head<O, C>(po, n);
+    if (!(stream_bytes<O, C> >= 16 && reinterpret_cast<uintptr_t>(po) % 16 == 0 && n >= L &&
+          n * int64_t(sizeof(O)) % 16 == 0 && h >= 0))
+        return false;
+    int64_t j = 0;
+    if (h > 0) vstream_part(po, r(0), 0, h), j = h;
+    for (; j + L <= n; j += L) vstream(po + j, r(j));
+    // (the lanes before j of this last vector may read inputs the vectors before overwrote, where
+    // out is one: only the lanes from j on are stored)
+    if (j < n) vstream_part(po + n - L, r(n - L), L - (n - j), L);
+    return true;
+}
+
 // Lines [b, e) of the iteration space, each summed, then written. Pipelined, line l is written in
 // the same loop that sums line l + 1, so that memory is read and written all along (two passes per
 // line would leave the reads idle while a line is written from cache); but its working set, two
-// lines of each input, may not fit in L1 where one does: see run.
+// lines of each input, may not fit in L1 where one does: see run. Streamed (contiguous lines in two
+// passes): each line written by streaming stores where its alignment allows (stream_run).
 template <bool Contig, class T, class O>
 void lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t e, int64_t n,
-           const int64_t (&sd)[3], bool pipelined) {
+           const int64_t (&sd)[3], bool pipelined, bool stream = false) {
     using C = compute_t<T>;
     const int64_t sg = Contig ? 1 : sd[0], sy = Contig ? 1 : sd[1], so = Contig ? 1 : sd[2];
+    const auto write = [&](const Line<T, O> &l, C s) {
+        const auto r = [&](int64_t j) { return vload<C>(l.y + j) * (vload<C>(l.g + j) - s); };
+        if (!(Contig && stream && stream_run<C>(l.out, n, r))) apply_all(l, s, n, sg, sy, so);
+    };
     Walker<3> pos(it, b);
     Line<T, O> cur{g + pos.off[0], y + pos.off[1], out + pos.off[2]};
     C s = dot<C>(cur, n, sg, sy);
@@ -134,12 +159,13 @@ void lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t
             }
             s = d.total();
         } else {
-            apply_all(cur, s, n, sg, sy, so);
+            write(cur, s);
             s = dot<C>(next, n, sg, sy);
         }
         cur = next;
     }
-    apply_all(cur, s, n, sg, sy, so);
+    write(cur, s);
+    if (stream) sfence();
 }
 
 // Contiguous lines of n <= 16 NB elements, [b, e) of the iteration space: the arithmetic of dot
@@ -329,20 +355,7 @@ void columns(const T *g, const T *y, O *out, const Iter<3> &it, int64_t n, const
                 const T *pg = k.g + d * J.sg, *py = k.y + d * J.sy;
                 O *po = k.out + d * J.so;
                 const auto r = [&](int64_t j) { return vload<C>(py + j) * (vload<C>(pg + j) - vload<C>(sums + j)); };
-                // Streamed: every byte, the partial vectors at the ends by 16 bytes. An ordinary
-                // store into a line that streaming stores also write (or into the line next to
-                // it) costs a read and a partial write of memory: with each row's ends written
-                // so, 1.6-1.8 times the time (Zen 3, (32, 64, 4096) f32).
-                const int64_t h = aligned_head<O, C>(po, k.cols);
-                if (stream && stream_bytes<O, C> >= 16 && reinterpret_cast<uintptr_t>(po) % 16 == 0 &&
-                    k.cols * int64_t(sizeof(O)) % 16 == 0 && h >= 0) {
-                    int64_t j = 0;
-                    if (h > 0) vstream_part(po, r(0), 0, h), j = h;
-                    for (; j + L <= k.cols; j += L) vstream(po + j, r(j));
-                    // (the lanes before j of this last vector may read inputs the vectors before
-                    // overwrote, where out is one: only the lanes from j on are stored)
-                    if (j < k.cols) vstream_part(po + k.cols - L, r(k.cols - L), L - (k.cols - j), L);
-                } else {
+                if (!(stream && stream_run<C>(po, k.cols, r))) {
                     // (the last vector, which may overlap the one before, computed first: where out
                     // is an input, the vectors before it overwrite that input)
                     const V last = r(k.cols - L);
@@ -468,11 +481,18 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     // - On AMD CPUs with AVX-512 (Zen 4 and 5) the other way round: pipelined only from memory, only
     //   f32 and f64 lines of 16 KiB and more (5-10% faster); two passes in cache (f32 256x4096 and
     //   512x4096, 15-30%), for half types from memory too (bf16 and f16 lines of 16 to 64 KiB,
-    //   5-17%), and for shorter lines (8 KiB: 10-35%; bench/RESULTS.md, 2026-11-28).
+    //   5-17%), and for shorter lines (8 KiB: 10-35%; bench/RESULTS.md, 2026-11-28). There f32 lines
+    //   from memory whose output rows all start 16 bytes aligned go in two passes instead, written
+    //   by streaming stores: 1.15-1.5x faster than pipelined (f32 2048x4096, 4096x4096; 512x32000
+    //   as fast or faster; half types mixed: not streamed).
     const int64_t line = n * int64_t(sizeof(T));
-    const bool pipelined = amd_avx512() ? !in_cache && sizeof(T) >= 4 && line >= (int64_t(16) << 10)
-                           : in_cache   ? 4 * line <= (int64_t(512) << 10)
-                                        : line >= (int64_t(8) << 10);
+    bool rows16 = contig && reinterpret_cast<uintptr_t>(out) % 16 == 0 && n * int64_t(sizeof(O)) % 16 == 0;
+    for (int d = 0; d < it.ndim; ++d) rows16 = rows16 && it.stride[2][d] * int64_t(sizeof(O)) % 16 == 0;
+    const bool stream = amd_avx512() && std::is_same_v<T, float> && std::is_same_v<O, float> && rows16 &&
+                        stream_output(out, count * n * int64_t(sizeof(O)), count * n * int64_t(2 * sizeof(T) + sizeof(O)));
+    const bool pipelined = !stream && (amd_avx512() ? !in_cache && sizeof(T) >= 4 && line >= (int64_t(16) << 10)
+                                       : in_cache   ? 4 * line <= (int64_t(512) << 10)
+                                                    : line >= (int64_t(8) << 10));
     parallel_for(count, count * n, [&](int64_t b, int64_t e) {
         // (short lines and narrow blocks have their loops only where out has the inputs' dtype:
         // the other 12 pairs take the general ones, the same results, and the build stays short)
@@ -486,7 +506,7 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
                 }
             }
         }
-        if (contig) lines<true>(g, y, out, it, b, e, n, sd, pipelined);
+        if (contig) lines<true>(g, y, out, it, b, e, n, sd, pipelined, stream);
         else lines<false>(g, y, out, it, b, e, n, sd, false);
     });
 }
