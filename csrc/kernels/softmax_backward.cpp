@@ -458,7 +458,8 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     const Iter<3> it = make_iter<3>(gv.shape, gv.ndim, strides, scalar ? -1 : dim);
     const int64_t count = it.numel();
     const bool contig = sd[0] == 1 && sd[1] == 1 && sd[2] == 1;
-    const bool in_cache = count * n * int64_t(2 * sizeof(T) + sizeof(O)) <= cache_bytes();
+    const int64_t total = count * n * int64_t(2 * sizeof(T) + sizeof(O));  // bytes the call moves
+    const bool in_cache = total <= cache_bytes();
     // The order of the sums follows the inputs alone (lines where both run along dim, else
     // columns): out's layout changes no value.
     if (!(sd[0] == 1 && sd[1] == 1) && it.ndim > 0) {
@@ -489,7 +490,7 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     bool rows16 = contig && reinterpret_cast<uintptr_t>(out) % 16 == 0 && n * int64_t(sizeof(O)) % 16 == 0;
     for (int d = 0; d < it.ndim; ++d) rows16 = rows16 && it.stride[2][d] * int64_t(sizeof(O)) % 16 == 0;
     const bool stream = amd_avx512() && std::is_same_v<T, float> && std::is_same_v<O, float> && rows16 &&
-                        stream_output(out, count * n * int64_t(sizeof(O)), count * n * int64_t(2 * sizeof(T) + sizeof(O)));
+                        stream_output(out, count * n * int64_t(sizeof(O)), total);
     const bool pipelined = !stream && (amd_avx512() ? !in_cache && sizeof(T) >= 4 && line >= (int64_t(16) << 10)
                                        : in_cache   ? 4 * line <= (int64_t(512) << 10)
                                                     : line >= (int64_t(8) << 10));
