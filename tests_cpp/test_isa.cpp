@@ -123,6 +123,25 @@ std::vector<Problem> problems() {
                           [=](Tensor &o) { softmax_backward(g->v, y->v, 0, o.v); },
                           [=] { return Tensor(t, {1031, 37}); }});
         }
+        // softmax lines holding NaN or an infinity, one source of NaN each (an input's, or the
+        // default NaN of inf - inf and inf * 0), at a different lane in each line; odd length: whole
+        // pairs of vectors (bfloat16), single vectors and a partial one
+        {
+            const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+            const int64_t rows = 30, n = 67;
+            auto g = in(t, {rows, n}, -2, 2), y = in(t, {rows, n}, 0, 0.01);
+            for (int64_t r = 0; r < rows; ++r) {
+                const int64_t k = r * n + (r * 13) % n;
+                switch (r % 5) {
+                    case 1: g->set(k, nan); break;
+                    case 2: g->set(k, r % 2 ? inf : -inf); break;  // inf - inf at k, -+inf elsewhere
+                    case 3: y->set(k, nan); break;
+                    case 4: g->set(k, inf), y->set(k, 0.0); break;  // inf * 0 in the sum
+                }
+            }
+            ps.push_back({"softmax " + d + " NaN and inf", false, c, [=](Tensor &o) { softmax_backward(g->v, y->v, 1, o.v); },
+                          [=] { return Tensor(t, {rows, n}); }});
+        }
         // log_sigmoid: contiguous and reversed-strided
         {
             auto g = in(t, {211, 199}, -3, 3), x = in(t, {211, 199}, -30, 30);

@@ -25,9 +25,17 @@ struct Line {
     O *out;
 };
 
+// Whether a line's dot product over T goes by pairs of vectors (simd.h, vload_pair): bfloat16 on
+// x86 where 16 elements are whole pairs (SSE2, AVX2: not AVX-512's 32), about half the conversion
+// work. Its sums then sit in vload_pair's lane order (Dot::at), each still one sum of the same
+// elements in the same order.
+template <class C, class T>
+constexpr bool kDotPairs = std::is_same_v<C, float> && kBf16Pairs<T> && kLanes % (2 * lanes<C>) == 0;
+
 // The 16 partial sums of a line's dot product, in vectors: element i goes to sum i % 16; a short
-// last block is zero-padded (adding +0 leaves a partial sum as it is).
-template <class C>
+// last block is zero-padded (adding +0 leaves a partial sum as it is: one that starts at +0 is
+// never -0).
+template <class C, bool Paired = false>
 struct Dot {
     static constexpr int64_t L = lanes<C>, NV = kLanes / L;
     vec_t<C> acc[NV] = {};
@@ -35,15 +43,42 @@ struct Dot {
     // elements [k, k + m) of the line, k a multiple of 16, 0 < m <= 16 (16 in the loop body)
     template <class T>
     AG_INLINE void add(const T *g, const T *y, int64_t k, int64_t m, int64_t sg, int64_t sy) {
-        for (int64_t v = 0; v < NV; ++v) {
-            const int64_t i = k + v * L, mv = std::min(L, m - v * L);
-            if (mv > 0) acc[v] += vload_run<C>(g + i * sg, sg, mv) * vload_run<C>(y + i * sy, sy, mv);
+        if constexpr (Paired) {
+            for (int64_t p = 0; p < NV / 2; ++p) {
+                const int64_t i = k + p * 2 * L, mp = std::min(2 * L, m - p * 2 * L);
+                vec_t<C> g0, g1, y0, y1;
+                if (mp == 2 * L && sg == 1 && sy == 1) {
+                    vload_pair(g + i, g0, g1);
+                    vload_pair(y + i, y0, y1);
+                } else if (mp > 0) {
+                    T bg[2 * L] = {}, by[2 * L] = {};
+                    for (int64_t q = 0; q < mp; ++q) bg[q] = g[(i + q) * sg], by[q] = y[(i + q) * sy];
+                    vload_pair(bg, g0, g1);
+                    vload_pair(by, y0, y1);
+                } else {
+                    break;
+                }
+                acc[2 * p] += g0 * y0;
+                acc[2 * p + 1] += g1 * y1;
+            }
+        } else {
+            for (int64_t v = 0; v < NV; ++v) {
+                const int64_t i = k + v * L, mv = std::min(L, m - v * L);
+                if (mv > 0) acc[v] += vload_run<C>(g + i * sg, sg, mv) * vload_run<C>(y + i * sy, sy, mv);
+            }
         }
+    }
+    // sum i (< 16): where acc holds it
+    static constexpr int64_t at(int64_t i) {
+        if (!Paired) return i;
+        const int64_t r = i % (2 * L);
+        return (i / (2 * L) * 2 + pair_vector(r)) * L + pair_lane(r);
     }
     // the sums added pairwise: sum l += sum l + w for l < w, w = 8, 4, 2, 1 (a fixed order)
     C total() const {
-        C a[kLanes];
-        std::memcpy(a, acc, sizeof a);
+        C v[kLanes], a[kLanes];
+        std::memcpy(v, acc, sizeof v);
+        for (int64_t i = 0; i < kLanes; ++i) a[i] = v[at(i)];
         for (int w = kLanes / 2; w > 0; w /= 2)
             for (int l = 0; l < w; ++l) a[l] += a[l + w];
         return a[0];
@@ -71,14 +106,29 @@ struct Dot {
     }
 };
 
+// out = y * (g - s) for elements [i, i + 2 lanes) of a contiguous line. bfloat16 through and
+// through (x86): by pairs of vectors (simd.h, vload_pair), about half the conversion work; its lane
+// order changes no value.
+template <class C, class T, class O> AG_INLINE void apply_pair(const Line<T, O> &l, C s, int64_t i) {
+    constexpr int64_t L = lanes<C>;
+    if constexpr (kBf16Pairs<T, O> && std::is_same_v<C, float>) {
+        vf g0, g1, y0, y1;
+        vload_pair(l.g + i, g0, g1);
+        vload_pair(l.y + i, y0, y1);
+        const vreg r = bf16_pair(y0 * (g0 - s), y1 * (g1 - s));
+        std::memcpy(l.out + i, &r, sizeof r);
+    } else {
+        vstore2(l.out + i, vload<C>(l.y + i) * (vload<C>(l.g + i) - s), vload<C>(l.y + i + L) * (vload<C>(l.g + i + L) - s));
+    }
+}
+
 // out = y * (g - s) for elements [k, k + m) of a line, 0 < m <= 16
 template <class C, class T, class O>
 AG_INLINE void apply(const Line<T, O> &l, C s, int64_t k, int64_t m, int64_t sg, int64_t sy, int64_t so) {
     constexpr int64_t L = lanes<C>;
     if constexpr (kLanes % (2 * L) == 0) {
-        if (m == kLanes && sg == 1 && sy == 1 && so == 1) {  // whole vectors, stored two at a time
-            const auto f = [&](int64_t i) { return vload<C>(l.y + i) * (vload<C>(l.g + i) - s); };
-            for (int64_t i = k; i < k + kLanes; i += 2 * L) vstore2(l.out + i, f(i), f(i + L));
+        if (m == kLanes && sg == 1 && sy == 1 && so == 1) {  // whole vectors, two at a time
+            for (int64_t i = k; i < k + kLanes; i += 2 * L) apply_pair(l, s, i);
             return;
         }
     }
@@ -92,7 +142,7 @@ AG_INLINE void apply(const Line<T, O> &l, C s, int64_t k, int64_t m, int64_t sg,
 
 template <class C, class T, class O>
 AG_INLINE C dot(const Line<T, O> &l, int64_t n, int64_t sg, int64_t sy) {
-    Dot<C> d;
+    Dot<C, kDotPairs<C, T>> d;
     int64_t k = 0;
     for (; k + kLanes <= n; k += kLanes) d.add(l.g, l.y, k, kLanes, sg, sy);
     if (k < n) d.add(l.g, l.y, k, n - k, sg, sy);
@@ -102,6 +152,10 @@ AG_INLINE C dot(const Line<T, O> &l, int64_t n, int64_t sg, int64_t sy) {
 template <class C, class T, class O>
 AG_INLINE void apply_all(const Line<T, O> &l, C s, int64_t n, int64_t sg, int64_t sy, int64_t so) {
     int64_t k = 0;
+    if constexpr (2 * lanes<C> > kLanes && kBf16Pairs<T, O>) {  // (AVX-512: a pair is 32 elements)
+        if (sg == 1 && sy == 1 && so == 1)
+            for (; k + 2 * lanes<C> <= n; k += 2 * lanes<C>) apply_pair(l, s, k);
+    }
     for (; k + kLanes <= n; k += kLanes) apply(l, s, k, kLanes, sg, sy, so);
     if (k < n) apply(l, s, k, n - k, sg, sy, so);
 }
@@ -147,7 +201,7 @@ void lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t
         pos.next();
         const Line<T, O> next{g + pos.off[0], y + pos.off[1], out + pos.off[2]};
         if (Contig && pipelined) {
-            Dot<C> d;
+            Dot<C, kDotPairs<C, T>> d;
             int64_t k = 0;
             for (; k + kLanes <= n; k += kLanes) {
                 apply(cur, s, k, kLanes, 1, 1, 1);
