@@ -1,6 +1,7 @@
-// Softmax backward's contiguous lines, the two loop orders side by side: each line summed, then
-// written (two passes), or pipelined (a line written while the next is summed). The kernel's `run`
-// picks one by where the data sit (softmax_backward.cpp); this times both on one machine, the
+// Softmax backward's contiguous lines, the loop orders side by side: each line summed, then
+// written (two passes), the same with the writes by streaming stores (`stream_run`, where the
+// output's alignment allows), or pipelined (a line written while the next is summed). The kernel's
+// `run` picks one by where the data sit (softmax_backward.cpp); this times all on one machine, the
 // inputs 16 bytes past a page boundary (where NumPy's large arrays start), the output there too
 // (NumPy's `out=`), at a page boundary (the result pool's) and 2 KiB further (its stores then never
 // share the low 12 address bits of the loads beside them), in rounds that interleave every
@@ -72,13 +73,15 @@ void measure(const char *dtype, int64_t rows, int64_t n, int threads, int rounds
     const int64_t *strides[3] = {st, st, st};
     const Iter<3> it = make_iter<3>(shape, 2, strides, 1);
     const int64_t sd[3] = {1, 1, 1};
-    std::vector<double> warm[kOuts][2], cold[kOuts][2];
+    constexpr const char *kOrders[] = {"two passes", "pipelined", "two passes, streamed"};
+    constexpr int kN = int(std::size(kOrders));
+    std::vector<double> warm[kOuts][kN], cold[kOuts][kN];
     for (int round = 0; round < rounds; ++round)
         for (int o = 0; o < kOuts; ++o)
-            for (int pipelined = 0; pipelined < 2; ++pipelined) {
+            for (int order = 0; order < kN; ++order) {
                 const auto call = [&] {
                     parallel_for(rows, N, [&](int64_t b, int64_t e) {
-                        lines<true>(g, y, outs[o], it, b, e, n, sd, pipelined != 0);
+                        lines<true>(g, y, outs[o], it, b, e, n, sd, order == 1, order == 2);
                     });
                 };
                 call();
@@ -94,14 +97,14 @@ void measure(const char *dtype, int64_t rows, int64_t n, int threads, int rounds
                     call();
                     c = std::min(c, now() - t);
                 }
-                warm[o][pipelined].push_back(w);
-                cold[o][pipelined].push_back(c);
+                warm[o][order].push_back(w);
+                cold[o][order].push_back(c);
             }
     for (int o = 0; o < kOuts; ++o)
-        for (int p = 0; p < 2; ++p)
+        for (int p = 0; p < kN; ++p)
             std::printf("%s %s %lldx%lld, %d threads, inputs +16 B, out +%zu B, %s: warm min %.3f med %.3f | after flush min %.3f med %.3f ms\n",
                         AG_NAME(AG_ISA_NS), dtype, (long long)rows, (long long)n, threads, offsets[o],
-                        p ? "pipelined" : "two passes", *std::min_element(warm[o][p].begin(), warm[o][p].end()) * 1e3,
+                        kOrders[p], *std::min_element(warm[o][p].begin(), warm[o][p].end()) * 1e3,
                         median(warm[o][p]) * 1e3, *std::min_element(cold[o][p].begin(), cold[o][p].end()) * 1e3,
                         median(cold[o][p]) * 1e3);
 }

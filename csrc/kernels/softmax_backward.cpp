@@ -539,11 +539,13 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     //   5-17%), and for shorter lines (8 KiB: 10-35%; bench/RESULTS.md, 2026-11-28). There f32 lines
     //   from memory whose output rows all start 16 bytes aligned go in two passes instead, written
     //   by streaming stores: 1.15-1.5x faster than pipelined (f32 2048x4096, 4096x4096; 512x32000
-    //   as fast or faster; half types mixed: not streamed).
+    //   as fast or faster); so do half types' lines of 16 KiB and more (f16 15-30% faster than two
+    //   passes, bf16 up to 15%, one case of bf16 on AVX2 5% slower; 8 KiB lines a draw or slower).
     const int64_t line = n * int64_t(sizeof(T));
     bool rows16 = contig && reinterpret_cast<uintptr_t>(out) % 16 == 0 && n * int64_t(sizeof(O)) % 16 == 0;
     for (int d = 0; d < it.ndim; ++d) rows16 = rows16 && it.stride[2][d] * int64_t(sizeof(O)) % 16 == 0;
-    const bool stream = amd_avx512() && std::is_same_v<T, float> && std::is_same_v<O, float> && rows16 &&
+    const bool stream = amd_avx512() && std::is_same_v<T, O> && sizeof(T) <= 4 &&
+                        (sizeof(T) == 4 || line >= (int64_t(16) << 10)) && rows16 &&
                         stream_output(out, count * n * int64_t(sizeof(O)), total);
     const bool pipelined = !stream && (amd_avx512() ? !in_cache && sizeof(T) >= 4 && line >= (int64_t(16) << 10)
                                        : in_cache   ? 4 * line <= (int64_t(512) << 10)
