@@ -107,8 +107,14 @@ template <int P> AG_EMU __mmask16 cmp_ps_mask(__m512 a, __m512 b) {
                      _mm256_movemask_ps(_mm256_cmp_ps(half<__m256>(a, 1), half<__m256>(b, 1), P)) << 8);
 }
 
-AG_EMU __m512i cvtepu16_epi32(__m256i a) {
-    return join<__m512i>(_mm256_cvtepu16_epi32(half<__m128i>(a, 0)), _mm256_cvtepu16_epi32(half<__m128i>(a, 1)));
+AG_EMU __m512i castsi256_si512(__m256i a) { return join<__m512i>(a, _mm256_setzero_si256()); }  // (upper half: any value)
+AG_EMU __m512i maskz_permutexvar_epi16(__mmask32 k, __m512i idx, __m512i a) {  // (vpermw)
+    uint16_t i[32], x[32], r[32];
+    std::memcpy(i, &idx, 64);
+    std::memcpy(x, &a, 64);
+    for (int l = 0; l < 32; ++l) r[l] = (k >> l) & 1 ? x[i[l] & 31] : 0;
+    std::memcpy(&idx, r, 64);
+    return idx;
 }
 AG_EMU __m256i cvtepi32_epi16(__m512i a) {  // truncation, lane by lane
     int32_t w[16];
@@ -125,9 +131,6 @@ AG_EMU __m512 cvtph_ps(__m256i a) {
 template <int R> AG_EMU __m256i cvtps_ph(__m512 a) {
     return join<__m256i>(_mm256_cvtps_ph(half<__m256>(a, 0), R), _mm256_cvtps_ph(half<__m256>(a, 1), R));
 }
-template <int N> AG_EMU __m512i slli_epi32(__m512i a) {
-    return halves<__m512i, __m256i>([](__m256i x) { return _mm256_slli_epi32(x, N); }, a);
-}
 template <int N> AG_EMU __m512i srai_epi32(__m512i a) {
     return halves<__m512i, __m256i>([](__m256i x) { return _mm256_srai_epi32(x, N); }, a);
 }
@@ -139,6 +142,13 @@ AG_EMU __m512i unpackhi_epi16(__m512i a, __m512i b) {
 }
 AG_EMU __m512i packs_epi32(__m512i a, __m512i b) {
     return halves<__m512i, __m256i>([](__m256i x, __m256i y) { return _mm256_packs_epi32(x, y); }, a, b);
+}
+AG_EMU __m512i setr_epi32(int e0, int e1, int e2, int e3, int e4, int e5, int e6, int e7, int e8, int e9, int e10,
+                          int e11, int e12, int e13, int e14, int e15) {
+    const int e[16] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
+    __m512i r;
+    std::memcpy(&r, e, 64);
+    return r;
 }
 AG_EMU __m512i setr_epi64(long long e0, long long e1, long long e2, long long e3, long long e4, long long e5,
                           long long e6, long long e7) {
@@ -210,16 +220,16 @@ template <class W, class K> AG_EMU void mask_storeu_epi8(void *p, K k, W v) {
 #define _mm512_maskz_rcp14_ps ag_emu::maskz_rcp14_ps
 #undef _mm512_cmp_ps_mask
 #define _mm512_cmp_ps_mask(a, b, p) ag_emu::cmp_ps_mask<(p)>(a, b)
-#undef _mm512_cvtepu16_epi32
-#define _mm512_cvtepu16_epi32 ag_emu::cvtepu16_epi32
+#undef _mm512_castsi256_si512
+#define _mm512_castsi256_si512 ag_emu::castsi256_si512
+#undef _mm512_maskz_permutexvar_epi16
+#define _mm512_maskz_permutexvar_epi16 ag_emu::maskz_permutexvar_epi16
 #undef _mm512_cvtepi32_epi16
 #define _mm512_cvtepi32_epi16 ag_emu::cvtepi32_epi16
 #undef _mm512_cvtph_ps
 #define _mm512_cvtph_ps ag_emu::cvtph_ps
 #undef _mm512_cvtps_ph
 #define _mm512_cvtps_ph(a, r) ag_emu::cvtps_ph<(r)>(a)
-#undef _mm512_slli_epi32
-#define _mm512_slli_epi32(a, n) ag_emu::slli_epi32<(n)>(a)
 #undef _mm512_srai_epi32
 #define _mm512_srai_epi32(a, n) ag_emu::srai_epi32<(n)>(a)
 #undef _mm512_unpacklo_epi16
@@ -228,6 +238,8 @@ template <class W, class K> AG_EMU void mask_storeu_epi8(void *p, K k, W v) {
 #define _mm512_unpackhi_epi16 ag_emu::unpackhi_epi16
 #undef _mm512_packs_epi32
 #define _mm512_packs_epi32 ag_emu::packs_epi32
+#undef _mm512_setr_epi32
+#define _mm512_setr_epi32 ag_emu::setr_epi32
 #undef _mm512_setr_epi64
 #define _mm512_setr_epi64 ag_emu::setr_epi64
 #undef _mm512_permutexvar_epi64
