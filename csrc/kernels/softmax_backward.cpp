@@ -112,10 +112,10 @@ struct Dot {
 template <class C, class T, class O> AG_INLINE void apply_pair(const Line<T, O> &l, C s, int64_t i) {
     constexpr int64_t L = lanes<C>;
     if constexpr (kBf16Pairs<T, O> && std::is_same_v<C, float>) {
-        vf g0, g1, y0, y1;
+        vec_t<C> g0, g1, y0, y1;  // (dependent types: the x86-only names are looked up when used)
         vload_pair(l.g + i, g0, g1);
         vload_pair(l.y + i, y0, y1);
-        const vreg r = bf16_pair(y0 * (g0 - s), y1 * (g1 - s));
+        const auto r = bf16_pair(y0 * (g0 - s), y1 * (g1 - s));
         std::memcpy(l.out + i, &r, sizeof r);
     } else {
         vstore2(l.out + i, vload<C>(l.y + i) * (vload<C>(l.g + i) - s), vload<C>(l.y + i + L) * (vload<C>(l.g + i + L) - s));
