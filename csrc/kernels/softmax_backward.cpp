@@ -118,7 +118,8 @@ template <class C, class T, class O> AG_INLINE void apply_pair(const Line<T, O> 
         const auto r = bf16_pair(y0 * (g0 - s), y1 * (g1 - s));
         std::memcpy(l.out + i, &r, sizeof r);
     } else {
-        vstore2(l.out + i, vload<C>(l.y + i) * (vload<C>(l.g + i) - s), vload<C>(l.y + i + L) * (vload<C>(l.g + i + L) - s));
+        const auto f = [&](int64_t j) { return vload<C>(l.y + j) * (vload<C>(l.g + j) - s); };
+        vstore2(l.out + i, f(i), f(i + L));
     }
 }
 
