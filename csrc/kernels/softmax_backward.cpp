@@ -106,16 +106,21 @@ struct Dot {
     }
 };
 
-// out = y * (g - s) for elements [i, i + 2 lanes) of a contiguous line. bfloat16 through and
-// through (x86): by pairs of vectors (simd.h, vload_pair), about half the conversion work; its lane
-// order changes no value.
+// y * (g - s) for elements [i, i + 2 lanes) of a contiguous bfloat16 line (x86), by a pair of
+// vectors (simd.h, vload_pair) packed into one register: about half the conversion work; its lane
+// order changes no value. (Dependent types: the x86-only names are looked up only where used.)
+template <class C, class T, class O> AG_INLINE auto pair_of(const Line<T, O> &l, C s, int64_t i) {
+    vec_t<C> g0, g1, y0, y1;
+    vload_pair(l.g + i, g0, g1);
+    vload_pair(l.y + i, y0, y1);
+    return bf16_pair(y0 * (g0 - s), y1 * (g1 - s));
+}
+// out = y * (g - s) for elements [i, i + 2 lanes) of a contiguous line (bfloat16 through and
+// through: by pair_of)
 template <class C, class T, class O> AG_INLINE void apply_pair(const Line<T, O> &l, C s, int64_t i) {
     constexpr int64_t L = lanes<C>;
     if constexpr (kBf16Pairs<T, O> && std::is_same_v<C, float>) {
-        vec_t<C> g0, g1, y0, y1;  // (dependent types: the x86-only names are looked up when used)
-        vload_pair(l.g + i, g0, g1);
-        vload_pair(l.y + i, y0, y1);
-        const auto r = bf16_pair(y0 * (g0 - s), y1 * (g1 - s));
+        const auto r = pair_of(l, s, i);
         std::memcpy(l.out + i, &r, sizeof r);
     } else {
         const auto f = [&](int64_t j) { return vload<C>(l.y + j) * (vload<C>(l.g + j) - s); };
@@ -165,8 +170,11 @@ AG_INLINE void apply_all(const Line<T, O> &l, C s, int64_t n, int64_t sg, int64_
 // partial vectors at the ends by 16 bytes. An ordinary store into a cache line that streaming
 // stores also write (or into the line next to it) costs a read and a partial write of memory: with
 // a row's ends written so, 1.6-1.8 times the time (Zen 3, (32, 64, 4096) f32). False, storing
-// nothing, where po's alignment or n does not allow it.
-template <class C, class O, class R> AG_INLINE bool stream_run(O *po, int64_t n, R &&r) {
+// nothing, where po's alignment or n does not allow it. r2(j), where not null, gives the pair of
+// vectors at j packed into one register (bfloat16, x86: pair_of): streamed whole from where po + j
+// is aligned to it, half the conversions and stores of vstream's half-register ones.
+template <class C, class O, class R, class R2 = std::nullptr_t>
+AG_INLINE bool stream_run(O *po, int64_t n, R &&r, R2 &&r2 = nullptr) {
     constexpr int64_t L = lanes<C>;
     const int64_t h = aligned_head<O, C>(po, n);
     if (!(stream_bytes<O, C> >= 16 && reinterpret_cast<uintptr_t>(po) % 16 == 0 && n >= L &&
@@ -174,11 +182,25 @@ template <class C, class O, class R> AG_INLINE bool stream_run(O *po, int64_t n,
         return false;
     int64_t j = 0;
     if (h > 0) vstream_part(po, r(0), 0, h), j = h;
+    if constexpr (!std::is_null_pointer_v<std::remove_reference_t<R2>>) {
+        constexpr int64_t P = 2 * stream_bytes<O, C>;  // (a pair's bytes)
+        if (reinterpret_cast<uintptr_t>(po + j) % P != 0 && j + L <= n) vstream(po + j, r(j)), j += L;
+        for (; j + 2 * L <= n; j += 2 * L) stream_reg(po + j, r2(j));
+    }
     for (; j + L <= n; j += L) vstream(po + j, r(j));
     // (the lanes before j of this last vector may read inputs the vectors before overwrote, where
     // out is one: only the lanes from j on are stored)
     if (j < n) vstream_part(po + n - L, r(n - L), L - (n - j), L);
     return true;
+}
+
+// A contiguous line written by stream_run (bfloat16 by pairs where it can).
+template <class C, class T, class O, class R>
+AG_INLINE bool stream_line(const Line<T, O> &l, C s, int64_t n, const R &r) {
+    if constexpr (kBf16Pairs<T, O> && std::is_same_v<C, float>)
+        return stream_run<C>(l.out, n, r, [&](int64_t j) { return pair_of(l, s, j); });
+    else
+        return stream_run<C>(l.out, n, r);
 }
 
 // Lines [b, e) of the iteration space, each summed, then written. Pipelined, line l is written in
@@ -193,7 +215,7 @@ void lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t
     const int64_t sg = Contig ? 1 : sd[0], sy = Contig ? 1 : sd[1], so = Contig ? 1 : sd[2];
     const auto write = [&](const Line<T, O> &l, C s) {
         const auto r = [&](int64_t j) { return vload<C>(l.y + j) * (vload<C>(l.g + j) - s); };
-        if (!(Contig && stream && stream_run<C>(l.out, n, r))) apply_all(l, s, n, sg, sy, so);
+        if (!(Contig && stream && stream_line(l, s, n, r))) apply_all(l, s, n, sg, sy, so);
     };
     Walker<3> pos(it, b);
     Line<T, O> cur{g + pos.off[0], y + pos.off[1], out + pos.off[2]};
@@ -540,13 +562,14 @@ void run(const View &gv, const View &yv, int dim, const View &ov) {
     //   5-17%), and for shorter lines (8 KiB: 10-35%; bench/RESULTS.md, 2026-11-28). There f32 lines
     //   from memory whose output rows all start 16 bytes aligned go in two passes instead, written
     //   by streaming stores: 1.15-1.5x faster than pipelined (f32 2048x4096, 4096x4096; 512x32000
-    //   as fast or faster); so do half types' lines of 16 KiB and more (f16 15-30% faster than two
-    //   passes, bf16 up to 15%, one case of bf16 on AVX2 5% slower; 8 KiB lines a draw or slower).
+    //   as fast or faster); so do half types' lines of 8 KiB and more (f16 15-30% faster than two
+    //   passes at 16 KiB and more, 6-17% at 8 KiB; bf16, its streamed stores by pairs, 7-18%
+    //   (8192x4096 on AVX-512), up to 15% at 16 KiB; 4 KiB lines a draw).
     const int64_t line = n * int64_t(sizeof(T));
     bool rows16 = contig && reinterpret_cast<uintptr_t>(out) % 16 == 0 && n * int64_t(sizeof(O)) % 16 == 0;
     for (int d = 0; d < it.ndim; ++d) rows16 = rows16 && it.stride[2][d] * int64_t(sizeof(O)) % 16 == 0;
     const bool stream = amd_avx512() && std::is_same_v<T, O> && sizeof(T) <= 4 &&
-                        (sizeof(T) == 4 || line >= (int64_t(16) << 10)) && rows16 &&
+                        (sizeof(T) == 4 || line >= (int64_t(8) << 10)) && rows16 &&
                         stream_output(out, count * n * int64_t(sizeof(O)), total);
     const bool pipelined = !stream && (amd_avx512() ? !in_cache && sizeof(T) >= 4 && line >= (int64_t(16) << 10)
                                        : in_cache   ? 4 * line <= (int64_t(512) << 10)
