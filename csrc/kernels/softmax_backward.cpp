@@ -226,6 +226,13 @@ void lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t
         if (Contig && pipelined) {
             Dot<C, kDotPairs<C, T>> d;
             int64_t k = 0;
+            if constexpr (2 * lanes<C> > kLanes && kBf16Pairs<T, O>) {  // (AVX-512, as in apply_all)
+                for (; k + 2 * kLanes <= n; k += 2 * kLanes) {
+                    apply_pair(cur, s, k);
+                    d.add(next.g, next.y, k, kLanes, 1, 1);
+                    d.add(next.g, next.y, k + kLanes, kLanes, 1, 1);
+                }
+            }
             for (; k + kLanes <= n; k += kLanes) {
                 apply(cur, s, k, kLanes, 1, 1, 1);
                 d.add(next.g, next.y, k, kLanes, 1, 1);
