@@ -75,8 +75,8 @@ TEST(SoftmaxOrders, SameBitsInEveryOrderOnEveryIsa) {
         }
         ++ran;
         for (const auto &[adt, dt] : dtypes) {
-            const size_t es = adt == ACL_DOUBLE ? 8 : adt == ACL_FLOAT ? 4 : 2;
-            const double eps = eps_of(adt == ACL_DOUBLE ? ACL_DOUBLE : ACL_FLOAT), eps_out = eps_of(adt);
+            const size_t es = aclDataTypeSize(adt);
+            const double eps = eps_of(compute_dtype(adt)), eps_out = eps_of(adt);
             // lines shorter than a vector to several pages; rows 0-2 finite, 3 with a NaN, 4 an infinity
             for (int64_t n : {1, 7, 33, 100, 1000, 4096, 4101, 8195}) {
                 const int64_t rows = 5;

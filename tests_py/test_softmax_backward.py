@@ -180,8 +180,9 @@ def test_each_line_as_alone_into_a_resident_out(dtype, shape, shift):
     # Lines past the last-level cache into an out= whose pages are in memory: on AMD CPUs with
     # AVX-512 written by streaming stores (f32 lines, and half types' of 8 KiB and more; bfloat16's
     # by pairs of vectors from a pair's alignment) where every row starts 16 bytes aligned (the
-    # partial vectors at a row's ends by 16 bytes), elsewhere and otherwise by ordinary stores. Lines of 32003 start at every alignment and shift 1 puts all rows
-    # off 16 bytes: ordinary stores. Bitwise the same either way.
+    # partial vectors at a row's ends by 16 bytes), elsewhere and otherwise by ordinary stores.
+    # Lines of 32003 start at every alignment and shift 1 puts all rows off 16 bytes: ordinary
+    # stores. Bitwise the same either way.
     g, y = make(shape, 1, dtype)
     out = at_shift(np.full(shape, np.nan, dtype), shift)  # every page touched
     r = ascendgrad.softmax_backward(g, y, 1, out=out)
