@@ -106,6 +106,10 @@ struct Dot {
     }
 };
 
+// y * (g - s) for the vector at element j of a contiguous line
+template <class C, class T, class O> AG_INLINE auto out_at(const Line<T, O> &l, C s, int64_t j) {
+    return vload<C>(l.y + j) * (vload<C>(l.g + j) - s);
+}
 // y * (g - s) for elements [i, i + 2 lanes) of a contiguous bfloat16 line (x86), by a pair of
 // vectors (simd.h, vload_pair) packed into one register: about half the conversion work; its lane
 // order changes no value. (Dependent types: the x86-only names are looked up only where used.)
@@ -123,8 +127,7 @@ template <class C, class T, class O> AG_INLINE void apply_pair(const Line<T, O> 
         const auto r = pair_of(l, s, i);
         std::memcpy(l.out + i, &r, sizeof r);
     } else {
-        const auto f = [&](int64_t j) { return vload<C>(l.y + j) * (vload<C>(l.g + j) - s); };
-        vstore2(l.out + i, f(i), f(i + L));
+        vstore2(l.out + i, out_at(l, s, i), out_at(l, s, i + L));
     }
 }
 
@@ -194,7 +197,8 @@ AG_INLINE bool stream_run(O *po, int64_t n, R &&r, R2 &&r2 = nullptr) {
     return true;
 }
 
-// A contiguous line written by stream_run (bfloat16 by pairs where it can).
+// A contiguous line written by stream_run (bfloat16 by pairs where it can). r (out_at's vectors)
+// comes from the caller: built here, GCC stopped inlining the baseline build's line writer.
 template <class C, class T, class O, class R>
 AG_INLINE bool stream_line(const Line<T, O> &l, C s, int64_t n, const R &r) {
     if constexpr (kBf16Pairs<T, O> && std::is_same_v<C, float>)
@@ -214,7 +218,7 @@ void lines(const T *g, const T *y, O *out, const Iter<3> &it, int64_t b, int64_t
     using C = compute_t<T>;
     const int64_t sg = Contig ? 1 : sd[0], sy = Contig ? 1 : sd[1], so = Contig ? 1 : sd[2];
     const auto write = [&](const Line<T, O> &l, C s) {
-        const auto r = [&](int64_t j) { return vload<C>(l.y + j) * (vload<C>(l.g + j) - s); };
+        const auto r = [&](int64_t j) { return out_at(l, s, j); };
         if (!(Contig && stream && stream_line(l, s, n, r))) apply_all(l, s, n, sg, sy, so);
     };
     Walker<3> pos(it, b);
