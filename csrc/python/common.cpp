@@ -504,7 +504,7 @@ void bind_common(py::module_ &m, py::module_ &raw) {
         .def("__enter__", [](py::object self) { return self; })
         .def("__exit__", [](PyStream &s, py::args) { s.close(); });
 
-    py::class_<PyExecutor>(raw, "Executor", "An aclOpExecutor made by a *_get_workspace_size call.")
+    py::class_<PyExecutor>(raw, "Executor", "An aclOpExecutor made by a ``*_get_workspace_size`` call.")
         .def_property_readonly("handle", [](const PyExecutor &e) { return reinterpret_cast<uintptr_t>(e.handle); })
         .def("__repr__", [](const PyExecutor &e) {
             return "aclnn.Executor(handle=" + std::to_string(reinterpret_cast<uintptr_t>(e.handle)) + ")";

@@ -58,7 +58,7 @@ def log_sigmoid_backward(
 ) -> NDArray[Any]:
     """Gradient of ``log_sigmoid(x) = log(1 / (1 + exp(-x)))`` with respect to x.
 
-    ``out = grad_output / (1 + exp(x))``, computed stably as z = exp(-|x|);
+    ``out = grad_output / (1 + exp(x))``, computed stably as ``z = exp(-|x|)``;
     ``x < 0 ? g / (1 + z) : g * z / (1 + z)``: x = -inf gives g, x = +inf gives 0, NaN gives NaN,
     and no x overflows.
 

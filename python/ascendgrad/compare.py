@@ -37,22 +37,22 @@ Ascend/msprobe python/msprobe/pytorch/api_accuracy_checker/compare/):
   float32    2⁻¹⁰   2⁻¹⁶   0.01 or 32 ULP
   =========  =====  =====  ==============
 
-``cann-v1`` — the same standard's first version: MERE = mean(|a − g| / (|g| + 1e-7)), MARE = the
+``cann-v1`` — the same standard's first version: MERE = mean(abs(a − g) / (abs(g) + 1e-7)), MARE = the
   maximum of the same; passes when MERE < T and MARE < 10·T, T = 2⁻¹⁰ (float16), 2⁻⁷ (bfloat16),
   2⁻¹³ (float32).
 
 ``dual-benchmark`` — CANN's commercial standard (commercial_standard.md, 2026-04): the NPU result
   and a third-party chip's result (``benchmark``) are each measured against the golden. Over the
-  elements with |g| ≥ the small-value threshold, MARE, MERE and RMSE of each; the ratios
+  elements with abs(g) ≥ the small-value threshold, MARE, MERE and RMSE of each; the ratios
   NPU / (third party + 1e-7) must stay within 10 / 2 / 2 (level L0, the default), 5 / 1.5 / 1.5
-  (L1), 2 / 1.2 / 1.2 (L2). Elements with |g| below 2⁻¹¹ (float16), 2⁻⁸ (bfloat16), 2⁻¹⁴
-  (float32) are counted as errors when |a − g| exceeds 2⁻¹⁶, 2⁻¹⁶, 2⁻³⁰ respectively;
+  (L1), 2 / 1.2 / 1.2 (L2). Elements with abs(g) below 2⁻¹¹ (float16), 2⁻⁸ (bfloat16), 2⁻¹⁴
+  (float32) are counted as errors when abs(a − g) exceeds 2⁻¹⁶, 2⁻¹⁶, 2⁻³⁰ respectively;
   NPU count / max(third-party count, 1) ≤ 2. inf/NaN: correct where the NPU equals the third
   party or the golden; a mismatch otherwise.
 
 ``msprobe`` — msprobe's API accuracy checker: cosine similarity > 0.99 (values scaled by their
   maximum magnitude; skipped for one element or all zeros), else error; then max abs error
-  < 0.001 passes; else, with relative error |a − g| / (|g| + eps) (eps 2⁻¹⁰ float16, 2⁻⁸ bfloat16,
+  < 0.001 passes; else, with relative error abs(a − g) / (abs(g) + eps) (eps 2⁻¹⁰ float16, 2⁻⁸ bfloat16,
   2⁻²³ float32, 2⁻⁵² float64): float16/bfloat16 need the share of elements with relative error
   < 1/100 above 0.99 (else error) and < 1/1000 above 0.999 (else warning); float32/float64 the
   share < 1/1000 above 0.999 (else error) and < 1/10000 above 0.9999 (else warning). msprobe
@@ -110,7 +110,7 @@ CRITERIA: Dict[str, Criterion] = {
 #: How many ULPs of the golden value the max-abs-error limit allows at least.
 LIMIT_ULPS = 32
 
-#: Upper edges of the ULP histogram's buckets: 0, 1, 2, 3–4, 5–8, … 513–1024, then > 1024.
+#: The upper edges of the ULP histogram's buckets (0, 1, 2, 3–4, 5–8, … 513–1024, then > 1024).
 ULP_EDGES: Tuple[int, ...] = (0, 1, 2) + tuple(2**k for k in range(2, 11))
 
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -149,6 +149,7 @@ LEVELS: Dict[str, Tuple[float, float, float]] = {"L0": (10.0, 2.0, 2.0), "L1": (
                                                    "L2": (2.0, 1.2, 1.2)}  # MARE, MERE, RMSE ratios
 _MSPROBE_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-8, "float32": 2.0**-23, "float64": 2.0**-52}
 
+#: Every precision standard by name (``--list-standards`` prints them).
 STANDARDS: Dict[str, Standard] = {
     "cann": Standard(
         "cann", "CANN ecosystem precision standard v2 (mixed tolerance)",
@@ -173,6 +174,7 @@ STANDARDS: Dict[str, Standard] = {
                 else {"rel_err_thousandth": 0.999, "rel_err_ten_thousandth": 0.9999})}
          for d, eps in _MSPROBE_EPS.items()}),
 }
+#: The standard a comparison follows when none is named.
 DEFAULT_STANDARD = "cann"
 
 
@@ -548,7 +550,7 @@ def compare(
     equal_nan: bool = True,
     worst: int = 5,
 ) -> CompareReport:
-    """Judge ``actual`` (e.g. an NPU result) against ``expected`` (the golden, e.g. :mod:`reference`'s
+    """Judge ``actual`` (e.g. an NPU result) against ``expected`` (the golden, e.g. :mod:`ascendgrad.reference`'s
     float64) under a named precision standard.
 
     Args:

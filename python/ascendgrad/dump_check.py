@@ -1052,6 +1052,7 @@ def run(args: Any) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m ascendgrad dump-check``: the command line; returns the exit status."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m ascendgrad dump-check")

@@ -1108,7 +1108,7 @@ def soft_shrink_grad_golden(input_grad: NDArray[Any], input_x: NDArray[Any], *, 
 def kl_div_loss_grad_golden(grad: NDArray[Any], input_: NDArray[Any], target: NDArray[Any], *,
                             reduction: Any = "mean", log_target: bool = False, **kwargs: Any) -> NDArray[Any]:
     """Kernel KlDivLossGrad: ``-target * grad`` (``exp(target)`` with log_target) at the shape all
-    three broadcast to, divided by input_'s size ('mean') or first dimension ('batchmean')."""
+    three broadcast to, divided by ``input_``'s size ('mean') or first dimension ('batchmean')."""
     shape = np.broadcast_shapes(np.shape(grad), np.shape(input_), np.shape(target))
     red = _KL_NAMES.get(reduction, reduction) if isinstance(reduction, int) else reduction
     size = np.size(input_)

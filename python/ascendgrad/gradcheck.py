@@ -3,7 +3,7 @@
 Two entry points:
 
 * :func:`check_vjp` — generic: compares a vector-Jacobian product ``vjp(v, *inputs)`` with the
-  central difference of ⟨v, forward(*inputs)⟩, in float64.
+  central difference of ``⟨v, forward(*inputs)⟩``, in float64.
 * :func:`gradcheck` — the five library kernels by name, each checked against the float64 forward
   of :mod:`ascendgrad.reference`. The kernel is imported lazily, so this module imports without
   the compiled extension.
@@ -75,7 +75,7 @@ class Element(NamedTuple):
 class GradcheckResult:
     """Outcome of a gradient check; truthy when it passed.
 
-    ``max_abs_err``/``max_rel_err`` are over the compared elements (rel = |a − n| / |n|; 0/0 is
+    ``max_abs_err``/``max_rel_err`` are over the compared elements (rel = abs(a − n) / abs(n); 0/0 is
     0, x/0 is inf); after a passing fast check they are over the probes instead, and
     ``worst_index`` is None. ``worst`` holds up to 5 elements, most out of tolerance first.
     """
@@ -232,16 +232,16 @@ def check_vjp(
 
     Slow mode (element-wise): for every element j, n_j = (⟨v, f(x + eps·e_j)⟩ − ⟨v, f(x −
     eps·e_j)⟩) / (2·eps) (the divisor is the step actually representable), compared like
-    ``allclose``: |a_j − n_j| ≤ atol + rtol·|n_j|. Costs 2·numel forward calls.
+    ``allclose``: abs(a_j − n_j) ≤ atol + rtol·abs(n_j). Costs 2·numel forward calls.
 
     Fast mode (``fast_mode=True``; ``None`` = fast above 2048 elements): 4 random unit
     directions u (Gaussian, normalised); each compares ⟨u, a⟩ with the directional central
-    difference of ⟨v, f⟩ along u. The tolerance of a probe is 3·RMS_j(atol + rtol·|a_j|): if every
+    difference of ⟨v, f⟩ along u. The tolerance of a probe is 3·RMS_j(atol + rtol·abs(a_j)): if every
     element met its tolerance τ_j, the projected error ⟨u, e⟩ of a random unit u has standard
     deviation ‖e‖₂/√numel ≤ RMS(τ), so a 3σ bound (rather than PyTorch's worst-case
     atol·Σu·Σv, which grows like √numel and hides 1 % errors in large inputs). When a probe
     fails the element-wise check is rerun — over every element if there are at most 4096, else
-    over the 2048 with largest |a| plus 2048 random others — to name the worst elements; a full
+    over the 2048 with largest abs(a) plus 2048 random others — to name the worst elements; a full
     element-wise rerun that passes has the last word (``note`` says so), a partial one cannot
     clear the failure. Sensitivity: an error coherent with the gradient (a wrong scale s) shows
     in a probe as s·⟨u, n⟩, so a 1 % scale error at rtol 1e-3 escapes all 4 probes with
@@ -360,7 +360,7 @@ def dtype_tolerance(dtype: Any, grad_scale: float) -> Tuple[float, float]:
 
         rtol = 16·u,   atol = 16·u·grad_scale + 1e-8
 
-    grad_scale = max |reference gradient| at the same inputs (float64 golden model, so a wrong
+    grad_scale = max abs(reference gradient) at the same inputs (float64 golden model, so a wrong
     kernel cannot widen its own tolerance). Why: the kernel reads inputs rounded to the dtype
     (each off by ≤ u relative), computes in float32 and rounds the result once (≤ u relative);
     through the formulas of SPEC §2 this moves an element by a few u of itself or of the
@@ -629,7 +629,7 @@ def gradcheck(op: str, *, dtype: Any = "float64", shape: Optional[Sequence[int]]
       no row ignored; an int: about N/3 rows (≥ 1, never all) get that target],
       ``label_smoothing`` [0], ``lse_square_scale_for_zloss`` [0], ``grad_zloss`` [False; True:
       the forward is (loss, zloss) and the kernel also gets gradZloss], ``target_dtype``
-      ['int64']. Differentiates :func:`reference.cross_entropy` w.r.t. the logits; the kernel is
+      ['int64']. Differentiates :func:`ascendgrad.reference.cross_entropy` w.r.t. the logits; the kernel is
       fed log_prob = log_softmax(logits) (and lse = logsumexp(logits) when ζ ≠ 0) at the dtype.
     * kl_div_backward — shape of x [(3, 4)], ``reduction`` ['mean'; name or 0..3],
       ``log_target`` [False], ``target_shape`` [= shape], ``grad_shape`` [B for 'none', ()

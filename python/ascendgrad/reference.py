@@ -12,18 +12,18 @@ Arguments are validated the way the library validates them (reduction names, ``d
 
 Forward / backward pairs (``g`` is the upstream gradient):
 
-=====================  ==========================================================================
-``softmax``            y = exp(x - max) / Σ_dim exp(x - max)
-``softmax_backward``   out = y ⊙ (g − Σ_dim(g ⊙ y))
-``log_sigmoid``        y = min(x, 0) − log1p(exp(−|x|))
-``log_sigmoid_backward``  g·σ(−x), z = exp(−|x|): x < 0 ? g/(1+z) : g·z/(1+z)
-``softshrink``         x − λ (x > λ), x + λ (x < −λ), 0 otherwise, NaN for NaN
-``softshrink_backward``   g where |x| > λ, 0 on the closed band −λ ≤ x ≤ λ, NaN for NaN x
-``cross_entropy``      CE from logits (weights, ignore_index, label smoothing) + z-loss
+===========================  ==================================================================
+``softmax``                  y = exp(x - max) / Σ_dim exp(x - max)
+``softmax_backward``         out = y ⊙ (g − Σ_dim(g ⊙ y))
+``log_sigmoid``              y = min(x, 0) − log1p(exp(−abs(x)))
+``log_sigmoid_backward``     g·σ(−x), z = exp(−abs(x)): x < 0 ? g/(1+z) : g·z/(1+z)
+``softshrink``               x − λ (x > λ), x + λ (x < −λ), 0 otherwise, NaN for NaN
+``softshrink_backward``      g where abs(x) > λ, 0 on the closed band −λ ≤ x ≤ λ, NaN for NaN x
+``cross_entropy``            CE from logits (weights, ignore_index, label smoothing) + z-loss
 ``cross_entropy_loss_grad``  SPEC §2.4, from log_prob = log_softmax(logits)
-``kl_div``             t·(log t − x) or exp(t)·(t − x), reduced
-``kl_div_backward``    −t·g·c or −exp(t)·g·c, summed back to x's shape
-=====================  ==========================================================================
+``kl_div``                   t·(log t − x) or exp(t)·(t − x), reduced
+``kl_div_backward``          −t·g·c or −exp(t)·g·c, summed back to x's shape
+===========================  ==================================================================
 """
 
 from __future__ import annotations
