@@ -133,6 +133,17 @@ def assert_golden_ok(case):
                                equal_nan=True, err_msg=case.folder)
 
 
+def assert_files_match_manifest(folder):
+    """Every tensor's .npy has the manifest's shape and dtype, and its .bin the manifest's size:
+    a harness may trust either file (0-D and empty tensors included)."""
+    m = json.loads(pathlib.Path(folder, "manifest.json").read_text())
+    for e in m["inputs"] + m["outputs"]:
+        words = np.dtype(np.uint16) if e["dtype"] == "bfloat16" else np.dtype(e["dtype"])
+        npy = np.load(pathlib.Path(folder, e["npy"]))
+        assert npy.shape == tuple(e["shape"]) and npy.dtype == words, (folder, e, npy.shape)
+        assert os.path.getsize(pathlib.Path(folder, e["bin"])) == math.prod(e["shape"]) * words.itemsize, (folder, e)
+
+
 # --------------------------------------------------------------------------------------------
 # case files
 
@@ -153,6 +164,7 @@ def test_case_file_goldens_match_torch(path, tmp_path):
         assert_golden_ok(case)
         dtypes |= {a.dtype.name for a in case.inputs.values()}
         folder = G.write_case(case, tmp_path / case.folder)
+        assert_files_match_manifest(folder)
         back = G.load_case(folder)
         assert back.attrs == case.attrs or any(isinstance(v, float) and math.isnan(v) for v in case.attrs.values())
         for k, arr in {**case.inputs, **case.outputs}.items():
@@ -291,6 +303,19 @@ def test_make_case_matches_torch(op, shapes, attrs, optional, dtype):
     case = G.make_case(op, shapes, dtype, seed=11, optional=optional, **attrs)
     assert_golden_ok(case)
     assert set(optional) <= set(case.inputs)
+
+
+@pytest.mark.parametrize("op,shapes,attrs", [
+    ("kl_div_backward", [(3, 4)], {"reduction": "mean"}),  # grad_output is 0-D
+    ("cross_entropy_loss_grad", [(5, 3)], {"reduction": "sum"}),  # grad_loss is 0-D
+    ("softmax_backward", [()], {}),  # every tensor 0-D
+    ("log_sigmoid_backward", [(5, 0, 3)], {}),  # empty
+    ("kl_div_backward", [(0, 4)], {"reduction": "none"}),
+])
+def test_zero_d_and_empty_tensors_keep_their_shape_in_files(tmp_path, op, shapes, attrs):
+    case = G.make_case(op, shapes, "bf16", seed=1, **attrs)
+    assert any(a.ndim == 0 or a.size == 0 for a in case.inputs.values())
+    assert_files_match_manifest(G.write_case(case, tmp_path / case.folder))
 
 
 def test_range_option_and_bf16_rounded_once():

@@ -80,7 +80,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import _args
+from . import _args, _files
 from ._interop import asarray
 
 __all__ = ["compare", "CompareReport", "Check", "Criterion", "Mismatch", "Standard", "STANDARDS",
@@ -767,7 +767,9 @@ def load(
     Stored arrays keep their dtype, except that a void one (how NumPy saves
     ``ml_dtypes.bfloat16``: ``|V2``) is read as ``dtype``, bfloat16 by default. ``shape``
     reshapes every array. Raises ``ValueError`` for a missing key, a raw file without
-    ``dtype``, or a size that does not fit ``shape``; ``OSError`` for an unreadable file.
+    ``dtype``, a size that does not fit ``shape``, or a file that is not what its suffix says
+    (a folder, empty, truncated, another format; the message names it); ``OSError`` for an
+    unreadable file.
     """
     import ml_dtypes
 
@@ -778,17 +780,17 @@ def load(
     dt = None if dtype is None else np.dtype(dtype)
     arrays: Dict[str, np.ndarray]
     if suffix == ".npy":
-        arrays = {"": np.load(p, allow_pickle=False)}
+        arrays = {"": _files.read_npy(p)}
     elif suffix == ".npz":
-        with np.load(p, allow_pickle=False) as z:
-            names = list(z.files) if key is None else [key]
-            missing = [n for n in names if n not in z.files]
-            if missing:
-                raise ValueError(f"{p} has no array {missing[0]!r}; it has {', '.join(z.files)}")
-            arrays = {n: z[n] for n in names}
+        arrays = _files.read_npz(p, None if key is None else [key])
     else:
         if dt is None:
             raise ValueError(f"{p}: a raw file holds bytes only, not their dtype: give one (--dtype, e.g. bfloat16)")
+        what = f"a raw dump of {dt.name} elements"
+        _files.check_file(p, what, empty_ok=True)  # an empty tensor's dump is an empty file
+        if os.path.getsize(p) % dt.itemsize:
+            raise _files.BadFile(f"{p}: {os.path.getsize(p)} bytes, not a whole number of elements "
+                                 f"({dt.itemsize} bytes each); it should be {what}")
         arrays = {"": np.fromfile(p, dtype=dt)}
     out = {}
     for name, arr in arrays.items():
@@ -863,6 +865,11 @@ def _pairs(args: Any) -> Tuple[Dict[str, Tuple[np.ndarray, ...]], List[str]]:
                 e = e.reshape(arrs[0].shape)
             pairs[k] = tuple(x.reshape(e.shape) if x.shape != e.shape and x.ndim == 1 and x.size == e.size
                              else x for x in (arrs[0], e) + arrs[2:])
+    for k, arrs in pairs.items():  # the files named (one may be truncated), not "actual" and "expected"
+        if len({x.shape for x in arrs}) > 1:
+            shapes = ", ".join(f"{f}{':' + k if k else ''}: shape {list(x.shape)}" for f, x in zip(files, arrs))
+            raise ValueError(f"{shapes}; they should have the same shape (one is truncated, or they are not "
+                             f"the same tensor)")
     return pairs, skipped
 
 

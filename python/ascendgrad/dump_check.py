@@ -63,7 +63,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
-from . import reference
+from . import _files, reference
 from .compare import DEFAULT_STANDARD, STANDARDS, CompareReport, _compare_scored, _strict_json
 
 __all__ = ["DumpError", "CallResult", "find_ranks", "check_dump", "main"]
@@ -100,14 +100,14 @@ def find_ranks(root: str) -> List[Rank]:
     if not os.path.isdir(root):
         raise DumpError(f"{root}: no such folder")
     found: List[str] = []
-    if os.path.isfile(os.path.join(root, "dump.json")):
+    if os.path.exists(os.path.join(root, "dump.json")):  # a folder there is named when read
         found.append(root)
     else:
         for dirpath, dirnames, filenames in os.walk(root):
             depth = os.path.relpath(dirpath, root).count(os.sep) + (dirpath != root)
-            dirnames[:] = sorted(d for d in dirnames if d != "dump_tensor_data") if depth < 2 else []
-            if "dump.json" in filenames and dirpath != root:
+            if "dump.json" in filenames + dirnames and dirpath != root:
                 found.append(dirpath)
+            dirnames[:] = sorted(d for d in dirnames if d not in ("dump_tensor_data", "dump.json")) if depth < 2 else []
     if not found:
         raise DumpError(f"{root}: no dump.json found (expected an msprobe dump: step*/rank*/dump.json)")
     ranks = []
@@ -128,11 +128,10 @@ def find_ranks(root: str) -> List[Rank]:
 def _read_dump_json(rank: Rank) -> Dict[str, Any]:
     p = os.path.join(rank.path, "dump.json")
     try:
-        with open(p, "rb") as f:
-            d = json.loads(f.read())
-    except json.JSONDecodeError as e:
-        raise DumpError(f"{p}: truncated or invalid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
-    except (OSError, UnicodeDecodeError) as e:
+        d = _files.read_json(p, "msprobe's dump.json")
+    except _files.BadFile as e:
+        raise DumpError(str(e)) from None
+    except OSError as e:
         raise DumpError(f"{p}: cannot be read ({e})") from None
     if not isinstance(d, dict) or not isinstance(d.get("data"), dict):
         raise DumpError(f"{p}: not an msprobe dump.json (no \"data\" object)")
@@ -174,9 +173,12 @@ class Reader:
         path = os.path.realpath(os.path.join(self.dir, str(name)))
         if os.path.commonpath([path, self.dir]) != self.dir or os.path.isabs(str(name)):
             raise NotComparable(f"{what}: data_name {name!r} points outside dump_tensor_data; refused")
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise NotComparable(f"{what}: tensor file {name} is missing")
-        arr = _load_tensor(path, str(name))
+        try:
+            arr = _load_tensor(path, str(name))
+        except _files.BadFile as e:
+            raise NotComparable(f"{what}: {e}") from None
         self.nbytes += arr.nbytes
         want_dt, want_shape = _dtype_name(rec.get("dtype")), rec.get("shape")
         if arr.dtype.name != want_dt:
@@ -188,14 +190,7 @@ class Reader:
 
 def _load_tensor(path: str, name: str) -> np.ndarray:
     if name.endswith(".npy"):
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except ValueError as e:
-            if "pickle" in str(e):
-                raise NotComparable(f"{name}: not a plain array file (it holds Python objects); refused") from None
-            raise NotComparable(f"{name}: truncated or unreadable ({e})") from None
-        except (OSError, EOFError) as e:
-            raise NotComparable(f"{name}: truncated or unreadable ({e})") from None
+        arr = _files.read_npy(path, "a .npy tensor file")
         if arr.dtype.kind == "V" and arr.dtype.names is None and arr.dtype.itemsize == 2:
             import ml_dtypes
 
@@ -206,14 +201,18 @@ def _load_tensor(path: str, name: str) -> np.ndarray:
             import torch
         except ImportError:
             raise DumpError(f"{name}: reading .pt tensors needs PyTorch (pip install torch)") from None
+        what = "a PyTorch tensor file (torch.save's zip archive)"
+        _files.check_file(path, what)
+        if _files.head(path, 2) not in (b"PK", b"\x80\x02"):  # zip, or torch.save's legacy pickle
+            raise _files.BadFile(f"{path}: no zip header; it should be {what}")
         try:
             t = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as e:  # torch raises many types for a bad file: all mean "unreadable"
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             if "weights_only" in str(e) or "Unsupported global" in str(e) or "Unpickl" in type(e).__name__:
-                raise NotComparable(f"{name}: not a plain tensor file (it asks to unpickle other "
-                                    f"objects); refused") from None
-            raise NotComparable(f"{name}: truncated or unreadable ({msg[:120]})") from None
+                raise _files.BadFile(f"{path}: asks to unpickle other objects than tensors (refused); "
+                                     f"it should be {what}") from None
+            raise _files.BadFile(f"{path}: truncated or unreadable ({msg[:120]}); it should be {what}") from None
         if not isinstance(t, torch.Tensor):
             raise NotComparable(f"{name}: holds a {type(t).__name__}, not a tensor")
         t = t.detach().cpu()
@@ -1046,7 +1045,9 @@ def run(args: Any) -> int:
     if s[FAIL]:
         return 1
     if not s[PASS]:
-        print(f"dump-check: no call in {args.dump} could be judged (all {s[NC]} not comparable)", file=err)
+        first = res.calls[0]
+        print(f"dump-check: no call in {args.dump} could be judged (all {s[NC]} not comparable; "
+              f"{first.api}: {first.reason})", file=err)
         return 2
     return 0
 

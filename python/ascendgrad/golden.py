@@ -54,7 +54,7 @@ import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
-from . import _ops
+from . import _files, _ops
 from . import reference as _ref
 from .compare import CRITERIA, CompareReport, compare
 
@@ -813,11 +813,7 @@ def cases_from_atk(path: PathLike, *, seed: int = 0, filter: Optional[Sequence[s
     kernel and reference disagree.
     """
     p = os.fspath(path)
-    try:
-        with open(p, encoding="utf-8") as f:
-            entries = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{p}: not JSON ({e})") from None
+    entries = _files.read_json(p, "a CANN ATK case file (a JSON list of cases)")
     if isinstance(entries, dict):
         entries = [entries]
     if not isinstance(entries, list):
@@ -869,7 +865,7 @@ def write_case(case: Case, dir: PathLike) -> str:
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     for name, arr in (*case.inputs.items(), *case.outputs.items()):
-        stored = np.ascontiguousarray(_stored(arr))
+        stored = np.asarray(_stored(arr), order="C")  # not ascontiguousarray: it makes a 0-D array 1-D
         _write_array(os.path.join(tmp, f"{name}.bin"), stored)
         np.save(os.path.join(tmp, f"{name}.npy"), stored, allow_pickle=False)
     with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
@@ -887,14 +883,18 @@ class _FileProblem(Exception):
 def _read_manifest(folder: str) -> Dict[str, Any]:
     path = os.path.join(folder, "manifest.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            m = json.load(f)
+        m = _files.read_json(path, "a golden case's manifest (JSON)")
     except FileNotFoundError:
         raise _FileProblem(f"{path}: missing") from None
-    except (OSError, json.JSONDecodeError) as e:
+    except OSError as e:
         raise _FileProblem(f"{path}: unreadable ({e})") from None
-    if not isinstance(m, dict) or m.get("op") not in OPS or not isinstance(m.get("outputs"), list):
-        raise _FileProblem(f"{path}: not a golden manifest (op and outputs are needed)")
+    if not isinstance(m, dict) or m.get("op") not in OPS or not isinstance(m.get("outputs"), list) \
+            or not isinstance(m.get("inputs", []), list):
+        raise _FileProblem(f"{path}: not a golden manifest; it should have an op and outputs")
+    for t in m.get("inputs", []) + m["outputs"]:
+        if not (isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("shape"), list)
+                and isinstance(t.get("dtype"), str)):
+            raise _FileProblem(f"{path}: not a golden manifest; each tensor should have a name, dtype and shape")
     return m
 
 
@@ -910,16 +910,18 @@ def _read_tensor(folder: str, entry: Dict[str, Any]) -> NDArray[Any]:
     binp = os.path.join(folder, entry.get("bin") or f"{name}.bin")
     if os.path.exists(binp):  # raw first: what a device harness writes
         want = math.prod(shape) * words.itemsize
+        if os.path.isdir(binp):
+            raise _FileProblem(f"{binp}: a folder; it should be {dt.name} {list(shape)}, raw ({want} bytes)")
         got = os.path.getsize(binp)
         if got != want:
             what = "truncated" if got < want else "too long"
-            raise _FileProblem(f"{binp}: {got} bytes, {what} for {dt.name} {list(shape)} ({want} bytes)")
+            raise _FileProblem(f"{binp}: {got} bytes, {what}; it should be {dt.name} {list(shape)}, raw ({want} bytes)")
         arr = np.fromfile(binp, dtype=words).reshape(shape)
     elif os.path.exists(npy):
         try:
-            arr = np.load(npy, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as e:
-            raise _FileProblem(f"{npy}: unreadable or truncated ({e})") from None
+            arr = _files.read_npy(npy, f"a .npy file of {dt.name} {list(shape)}")
+        except OSError as e:
+            raise _FileProblem(f"{npy}: unreadable ({e})") from None
         if not (arr.dtype == words or (dt == BF16 and arr.dtype in (np.dtype("V2"), BF16))):
             raise _FileProblem(f"{npy}: dtype {arr.dtype}, the manifest says {dt.name}")
         if arr.shape != shape:
@@ -946,7 +948,7 @@ def load_case(dir: PathLike) -> Case:
         m = _read_manifest(folder)
         inputs = {e["name"]: _read_tensor(folder, e) for e in m.get("inputs", [])}
         outputs = {e["name"]: _read_tensor(folder, e) for e in m["outputs"]}
-    except _FileProblem as e:
+    except (_FileProblem, _files.BadFile) as e:
         raise ValueError(str(e)) from None
     c = m.get("case") or {}
     return Case(m["op"], inputs, _attrs_from_json(m["op"], m.get("attrs") or {}), outputs, int(m.get("seed", 0)),
@@ -1028,10 +1030,11 @@ class CheckReport:
 
 
 def _case_folders(golden_dir: str) -> List[str]:
-    if os.path.isfile(os.path.join(golden_dir, "manifest.json")):
+    # exists, not isfile: a manifest that is no file is a case's error, not a case left out
+    if os.path.exists(os.path.join(golden_dir, "manifest.json")):
         return [""]
     return sorted(d for d in os.listdir(golden_dir)
-                  if not d.endswith(".partial") and os.path.isfile(os.path.join(golden_dir, d, "manifest.json")))
+                  if not d.endswith(".partial") and os.path.exists(os.path.join(golden_dir, d, "manifest.json")))
 
 
 def check(golden_dir: PathLike, actual_dir: PathLike, standard: str = "cann", *,
@@ -1068,7 +1071,7 @@ def check(golden_dir: PathLike, actual_dir: PathLike, standard: str = "cann", *,
                     extra = {"benchmark": _read_tensor(os.path.join(os.fspath(benchmark_dir), folder), e),
                              "level": level}
                 reports[e["name"]] = _judge(act, gold, standard, **extra)
-        except _FileProblem as e:
+        except (_FileProblem, _files.BadFile) as e:
             verdicts.append(CaseVerdict(label, "error", error=str(e)))
             continue
         verdicts.append(CaseVerdict(label, "pass" if all(reports.values()) else "fail", reports))
@@ -1245,6 +1248,9 @@ def _run_check(args: Any) -> int:
         print(f"golden: {e}", file=sys.stderr)
         return 2
     print(rep)
+    for c in rep.cases:  # the table is on stdout; what could not be read is said on stderr too
+        if c.verdict == "error":
+            print(f"golden: {c.error}", file=sys.stderr)
     if args.json:
         from .compare import _strict_json
 
