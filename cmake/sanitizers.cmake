@@ -1,4 +1,4 @@
-# Sanitizer and fuzzing builds (see README, "Reliability"):
+# Sanitizer and fuzzing builds (see docs/reliability.md):
 #   -DASCENDGRAD_SANITIZE=address,undefined  every target under ASan + UBSan (UB is fatal)
 #   -DASCENDGRAD_SANITIZE=thread             every target under TSan
 #   -DASCENDGRAD_BUILD_FUZZ=ON               the libFuzzer target fuzz_aclnn (clang only); the

@@ -133,7 +133,7 @@ def test_exp_within_an_ulp_on_every_isa(isa):
     r = subprocess.run([sys.executable, "-c", EXP_SCRIPT], check=True, env=env, capture_output=True, text=True)
     n, max32, share32, max64, share64 = (float(v) for v in r.stdout.split())
     assert n > 4e6
-    # about 1 ulp (README). Float, over every 8th float: max 0.985 without FMA, 1.014 with it, 0.8%
+    # about 1 ulp (docs/platforms.md). Float, over every 8th float: max 0.985 without FMA, 1.014 with it, 0.8%
     # not correctly rounded (a polynomial one degree shorter is off by ~2 ulp); double: max 0.90
     # without FMA, 0.93 with it, 9% not correctly rounded (over 4 M random values: 0.99 / 1.01)
     assert max32 <= 1.02 and share32 < 0.015, (isa, max32, share32)

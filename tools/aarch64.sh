@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The C++ library and the whole ctest suite cross-built for aarch64 (the Kunpeng hosts of Ascend
-# servers) and run under qemu-aarch64 (README: Kunpeng / aarch64 hosts). Installs what it needs from
+# servers) and run under qemu-aarch64 (docs/platforms.md: Kunpeng / aarch64 hosts). Installs what it needs from
 # Debian first: the cross compiler (its OpenMP runtime comes with it), qemu-user, and GoogleTest's
 # sources, which are built here for arm64 (build/aarch64/gtest-root). Needs cmake and ninja on PATH
 # (pip's will do). Ends with ctest's summary line.

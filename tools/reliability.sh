@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The sanitizer and fuzzing part of tools/test.sh (README: Reliability), with clang:
+# The sanitizer and fuzzing part of tools/test.sh (docs/reliability.md), with clang:
 #   1. the whole ctest suite under ASan + UBSan (LeakSanitizer on), in build/rel-asan, the avx512
 #      kernels emulated on AVX2 (below) and the best ISA; the same build (coverage-instrumented
 #      objects) gives the libFuzzer target;
 #   2. the stream, executor, concurrency and memcheck tests under TSan, in build/rel-tsan (only
 #      the three test programs they live in are built, with the portable kernels alone: the ISA
-#      builds are ASan's concern); OMP_NUM_THREADS=1, see README;
+#      builds are ASan's concern); OMP_NUM_THREADS=1, see docs/reliability.md;
 #   3. a bounded fuzzing run (FUZZ_SECONDS, 60 by default) with a fixed seed.
 # Debug builds (-O0): compiling the kernels' dtype combinations with sanitizers at -O1 or more
 # costs minutes on 2 cores, more than the slower tests do.
@@ -19,7 +19,7 @@ jobs="${ASCENDGRAD_JOBS:-$(nproc)}"
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
         -DASCENDGRAD_BUILD_TESTS=ON)
 
-# On x86-64 the avx512 kernels of this build are the emulated ones (README: AVX-512 without
+# On x86-64 the avx512 kernels of this build are the emulated ones (docs/reliability.md: AVX-512 without
 # AVX-512): the suite runs them on any CPU with AVX2, their masked loads and stores reading and
 # writing only their masked bytes, where ASan sees them (it cannot see into the hardware's).
 emulate=OFF

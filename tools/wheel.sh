@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A binary wheel that runs without a compiler (README: Wheels): `pip wheel .`, then `auditwheel
+# A binary wheel that runs without a compiler (docs/platforms.md: Wheels): `pip wheel .`, then `auditwheel
 # repair`, which copies the OpenMP runtime (libgomp) into the wheel and gives it the manylinux tag
 # this machine's glibc allows, then an install into a fresh virtual environment and
 # `python -m ascendgrad check` there with nothing but that environment on PATH (no cc, no c++).

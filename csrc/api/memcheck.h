@@ -1,6 +1,6 @@
 // Memcheck (ASCENDGRAD_MEMCHECK=1): checks of every memory-touching call of the C API against a
 // registry of device allocations, registered host buffers and freed blocks kept in a poisoned
-// quarantine; one "ascendgrad memcheck:" line per finding (README: Memcheck). Off by default:
+// quarantine; one "ascendgrad memcheck:" line per finding (docs/memcheck.md). Off by default:
 // each hook sits behind enabled(), a load of a constant that the library sets when it loads.
 #pragma once
 
