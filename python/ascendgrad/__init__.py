@@ -3,7 +3,8 @@
 NumPy API (this module), the raw two-phase C API (:mod:`ascendgrad.aclnn`), the float64 golden
 model (:mod:`ascendgrad.reference`), finite-difference checks (:mod:`ascendgrad.gradcheck`),
 the comparison of NPU results with the golden model (:func:`compare`) and golden data for
-operator tests (:mod:`ascendgrad.golden`).
+operator tests (:mod:`ascendgrad.golden`), and the bridge into a PyTorch training step
+(:mod:`ascendgrad.torch`, with PyTorch installed).
 
 The submodules are attributes of the package, imported on first use (PEP 562): ``import
 ascendgrad`` loads only the compiled core and the NumPy API.
@@ -32,13 +33,13 @@ from ._ops import (
 # The public submodules, each imported when first named (ascendgrad.<name>). A new public
 # module is added here and to the TYPE_CHECKING import below (tests_py/test_package.py checks
 # that every public module of the package is in both).
-_SUBMODULES = ("aclnn", "compare", "dump_check", "golden", "gradcheck", "reference")
+_SUBMODULES = ("aclnn", "compare", "dump_check", "golden", "gradcheck", "reference", "torch")
 # Names re-exported from a submodule, imported on first use too: name -> submodule.
 _FROM_SUBMODULES = {"compare": "compare", "CompareReport": "compare"}
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
     from . import aclnn as aclnn, dump_check as dump_check, golden as golden, gradcheck as gradcheck
-    from . import reference as reference
+    from . import reference as reference, torch as torch
     from .compare import CompareReport as CompareReport, compare as compare
 
 __all__ = [

@@ -1,0 +1,1035 @@
+"""ascendgrad inside a PyTorch training step (PyTorch is optional: ``pip install 'ascendgrad[torch]'``).
+
+Three uses, one table of the five operators' PyTorch forms (:data:`APIS`):
+
+1. The operators as autograd functions: :func:`softmax`, :func:`logsigmoid`, :func:`softshrink`,
+   :func:`kl_div`, :func:`cross_entropy` (``torch.nn.functional``'s signatures and forward
+   results) and :func:`npu_cross_entropy_loss` (torch_npu's fused loss). Their forward is
+   PyTorch's (cross entropy: ``log_prob = x − logsumexp(x)``, as CANN's aclnnCrossEntropyLoss);
+   their backward is ascendgrad's kernel, CANN's semantics, on the saved tensors (read in place
+   when they are CPU tensors; other devices' tensors are copied to host and the result back),
+   in the input's dtype. A second derivative raises ``RuntimeError``. Where ``kl_div``'s target
+   requires grad, its gradient is PyTorch's formula (CANN's KlDivBackward gives only the
+   input's).
+2. :class:`ascend_backward`: a ``TorchFunctionMode`` (context manager or decorator) under which
+   an unmodified model's calls of the five go through (1) where CANN's operator covers the
+   form; every other form runs PyTorch's own code; :meth:`ascend_backward.summary` counts both.
+3. :class:`autocompare`: judges, during backward, the gradient that the backend (PyTorch's CPU
+   kernels, an NPU under torch_npu, or ascendgrad's own under :class:`ascend_backward`)
+   computes for each call of the five w.r.t. its first input, against the float64 golden of
+   :mod:`ascendgrad.reference` under a named precision standard; failing calls can be saved
+   as :mod:`ascendgrad.golden` case folders.
+
+``import ascendgrad`` never imports this module or PyTorch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import math
+import os
+import threading
+import time
+import warnings
+import weakref
+from collections import Counter, defaultdict
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+except ImportError as _e:  # pragma: no cover - exercised by a test in an environment without torch
+    raise ImportError(
+        "ascendgrad.torch needs PyTorch, an optional dependency: pip install 'ascendgrad[torch]' "
+        "(or pip install torch)") from _e
+
+import numpy as np
+
+from . import _ops, reference
+from . import dump_check as _dc
+from . import golden as _golden
+from ._interop import asarray
+from .compare import STANDARDS, _strict_json
+
+__all__ = [
+    "APIS",
+    "softmax",
+    "logsigmoid",
+    "softshrink",
+    "kl_div",
+    "cross_entropy",
+    "npu_cross_entropy_loss",
+    "ascend_backward",
+    "autocompare",
+    "AutocompareReport",
+    "GradientMismatchError",
+    "GradientMismatchWarning",
+]
+
+Tensor = torch.Tensor
+_F = TypeVar("_F", bound=Callable[..., Any])
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_HALF = (torch.float16, torch.bfloat16)
+
+
+# --------------------------------------------------------------------------------------------
+# the kernels on tensors
+
+
+def _host(t: Tensor) -> Tensor:
+    """A host tensor over the same memory for CPU tensors, a copy for other devices."""
+    t = t.detach()
+    return t if t.device.type == "cpu" else t.cpu()
+
+
+def _kernel(fn: Callable[..., Any], shape: Sequence[int], dtype: torch.dtype, device: torch.device,
+            *args: Any, **kwargs: Any) -> Tensor:
+    """Run an ascendgrad NumPy function on tensors: the result, of `shape` and `dtype`, is
+    written by the kernel into a new host tensor (rounded once), then moved to `device`."""
+    out = torch.empty(tuple(shape), dtype=dtype)
+    fn(*(_host(a) if isinstance(a, Tensor) else a for a in args), out=out,
+       **{k: _host(v) if isinstance(v, Tensor) else v for k, v in kwargs.items()})
+    return out if device.type == "cpu" else out.to(device)
+
+
+class _NoSecondDerivative(torch.autograd.Function):
+    """Stands between a first derivative computed by a kernel and a graph built on it
+    (create_graph=True), so that asking for the second derivative fails loudly instead of
+    silently giving zero."""
+
+    @staticmethod
+    def forward(ctx: Any, name: str, result: Tensor, *deps: Tensor) -> Tensor:  # type: ignore[override]
+        ctx.name = name
+        return result.clone()
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:  # type: ignore[override]
+        raise RuntimeError(
+            f"ascendgrad.torch.{ctx.name}: no second derivative: its backward is ascendgrad's kernel of "
+            f"CANN's backward operator, which has no derivative of its own; use torch.nn.functional "
+            f"(outside ascend_backward) for higher-order gradients")
+
+
+def _first_order(name: str, result: Tensor, *deps: Optional[Tensor]) -> Tensor:
+    if torch.is_grad_enabled():  # backward with create_graph=True
+        live = [d for d in deps if d is not None and d.requires_grad]
+        if live:
+            return _NoSecondDerivative.apply(name, result, *live)  # type: ignore[no-any-return]
+    return result
+
+
+class _PyTorchOnly:
+    """Inside a forward: PyTorch's own functions, unseen by any TorchFunctionMode (ours or a
+    user's), so that the call is seen once, as the operator it is."""
+
+    def __enter__(self) -> None:
+        self._cm = torch._C.DisableTorchFunction()
+        self._cm.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._cm.__exit__(*exc)
+
+
+class _Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, dim: int, dtype: Optional[torch.dtype]) -> Tensor:  # type: ignore[override]
+        with _PyTorchOnly():
+            y = torch.softmax(x, dim, dtype=dtype)
+        ctx.save_for_backward(y)
+        ctx.dim, ctx.x_dtype = dim, x.dtype
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:  # type: ignore[override]
+        (y,) = ctx.saved_tensors
+        gx = _kernel(_ops.softmax_backward, y.shape, ctx.x_dtype, y.device, g, y, ctx.dim)
+        return _first_order("softmax", gx, g, y), None, None
+
+
+class _LogSigmoid(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:  # type: ignore[override]
+        with _PyTorchOnly():
+            y = F.logsigmoid(x)
+        ctx.save_for_backward(x)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:  # type: ignore[override]
+        (x,) = ctx.saved_tensors
+        gx = _kernel(_ops.log_sigmoid_backward, x.shape, x.dtype, x.device, g, x)
+        return _first_order("logsigmoid", gx, g, x)
+
+
+class _Softshrink(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, lambd: float) -> Tensor:  # type: ignore[override]
+        with _PyTorchOnly():
+            y = F.softshrink(x, lambd)
+        ctx.save_for_backward(x)
+        ctx.lambd = lambd
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:  # type: ignore[override]
+        (x,) = ctx.saved_tensors
+        gx = _kernel(_ops.softshrink_backward, x.shape, x.dtype, x.device, g, x, ctx.lambd)
+        return _first_order("softshrink", gx, g, x), None
+
+
+class _KlDiv(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, target: Tensor, reduction: str, log_target: bool) -> Tensor:  # type: ignore[override]
+        with _PyTorchOnly():
+            loss = F.kl_div(x, target, reduction=reduction, log_target=log_target)
+        ctx.save_for_backward(x, target)
+        ctx.reduction, ctx.log_target = reduction, log_target
+        return loss
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:  # type: ignore[override]
+        x, target = ctx.saved_tensors
+        gx = gt = None
+        if ctx.needs_input_grad[0]:
+            gx = _kernel(_ops.kl_div_backward, x.shape, x.dtype, x.device, g, x, target, ctx.reduction,
+                         ctx.log_target)
+            gx = _first_order("kl_div", gx, g, x, target)
+        if ctx.needs_input_grad[1]:  # not CANN's operator: PyTorch's own derivative w.r.t. target
+            with torch.enable_grad(), _PyTorchOnly(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # 'mean' warns about 'batchmean' once, in forward
+                t = target.detach().requires_grad_()
+                loss = F.kl_div(x.detach(), t, reduction=ctx.reduction, log_target=ctx.log_target)
+                (gt,) = torch.autograd.grad(loss, t, g)
+        return gx, gt, None, None
+
+
+class _CrossEntropy(torch.autograd.Function):
+    """aclnnCrossEntropyLoss forward, aclnnCrossEntropyLossGrad backward; outputs (loss,
+    log_prob, zloss, lse_for_zloss) as torch_npu's npu_cross_entropy_loss; ``fused`` False gives
+    F.cross_entropy's loss shape (0-D for 'mean' and 'sum')."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, target: Tensor, weight: Optional[Tensor], reduction: str,  # type: ignore[override]
+                ignore_index: int, label_smoothing: float, zscale: float, return_zloss: bool, fused: bool) -> Any:
+        with _PyTorchOnly():
+            loss, log_prob, zloss, lse = _ce_forward(x, target, weight, reduction, ignore_index,
+                                                     label_smoothing, zscale, return_zloss, fused)
+        ctx.save_for_backward(log_prob, target, weight, lse)
+        ctx.args = (reduction, ignore_index, label_smoothing, zscale)
+        ctx.mark_non_differentiable(log_prob, lse)
+        if not return_zloss:
+            ctx.mark_non_differentiable(zloss)
+        return loss, log_prob, zloss, lse
+
+    @staticmethod
+    def backward(ctx: Any, g: Optional[Tensor], _glp: Any, gz: Optional[Tensor], _glse: Any) -> Any:  # type: ignore[override]
+        log_prob, target, weight, lse = ctx.saved_tensors
+        reduction, ignore_index, label_smoothing, zscale = ctx.args
+        if g is None:  # only the z-loss output was used
+            g = torch.zeros((log_prob.shape[0],) if reduction == "none" else (), dtype=log_prob.dtype,
+                            device=log_prob.device)
+        z = {"grad_zloss": gz if gz is not None and gz.numel() else None,
+             "lse_for_zloss": lse if zscale != 0.0 else None, "lse_square_scale_for_zloss": zscale}
+        gx = _kernel(_ops.cross_entropy_loss_grad, log_prob.shape, log_prob.dtype, log_prob.device, g, log_prob,
+                     target, weight, reduction=reduction, ignore_index=ignore_index,
+                     label_smoothing=label_smoothing, **z)
+        return (_first_order("cross_entropy", gx, g, gz), None, None, None, None, None, None, None, None)
+
+
+def _ce_forward(x: Tensor, target: Tensor, weight: Optional[Tensor], reduction: str, ignore_index: int,
+                eps: float, zscale: float, return_zloss: bool, fused: bool) -> Tuple[Tensor, ...]:
+    n, c = x.shape
+    xf = x.float() if x.dtype in _HALF else x  # half types computed in float32, rounded once
+    lse = torch.logsumexp(xf, 1)
+    lp = xf - lse[:, None]
+    m = target != ignore_index
+    bad = m & ((target < 0) | (target >= c))
+    if bool(bad.any()):
+        raise IndexError(f"Target {int(target[bad][0])} is out of bounds.")  # PyTorch's words
+    t = torch.where(m, target, torch.zeros_like(target))
+    w = None if weight is None else weight.to(xf.dtype)
+    wt = torch.ones_like(lse) if w is None else w[t]
+    li = (1.0 - eps) * wt * -lp.gather(1, t[:, None])[:, 0]
+    if eps:
+        li = li + (eps / c) * -(lp if w is None else lp * w).sum(1)
+    zero = torch.zeros((), dtype=xf.dtype, device=x.device)
+    li = torch.where(m, li, zero)
+    zi = torch.where(m, zscale * lse * lse, zero) if zscale else None
+    if reduction == "none":
+        loss, zl = li, zi
+    elif reduction == "sum":
+        loss, zl = li.sum(), (zi.sum() if zi is not None else None)
+    else:
+        loss = li.sum() / torch.where(m, wt, zero).sum()
+        zl = zi.sum() / m.sum() if zi is not None else None
+    if zl is not None:
+        loss = loss + zl
+    if fused and reduction != "none":  # torch_npu's loss and zloss are [1]
+        loss = loss.reshape(1)
+        zl = zl.reshape(1) if zl is not None else None
+    empty = x.new_empty((0,))
+    zloss = (zl if zl is not None else torch.zeros_like(loss)).to(x.dtype) if return_zloss else empty
+    return loss.to(x.dtype), lp.to(x.dtype), zloss, (lse.to(x.dtype) if zscale else empty)
+
+
+# --------------------------------------------------------------------------------------------
+# the PyTorch forms of the five: one entry each, read by the functions and both modes
+
+
+@dataclasses.dataclass(frozen=True)
+class Api:
+    """One PyTorch form of an operator: msprobe's API name, its signature (parameter names in
+    order, defaults), and the ascendgrad operator that computes its backward."""
+
+    name: str
+    params: Tuple[str, ...]
+    defaults: Dict[str, Any]
+    op: str
+
+
+_SOFTMAX_DEFAULTS = {"dim": None, "_stacklevel": 3, "dtype": None}
+_CE_PARAMS = ("input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")
+_CE_DEFAULTS = {"weight": None, "size_average": None, "ignore_index": -100, "reduce": None, "reduction": "mean",
+                "label_smoothing": 0.0}
+
+#: The calls ascendgrad knows, by msprobe's API name.
+APIS: Dict[str, Api] = {a.name: a for a in (
+    Api("Functional.softmax", ("input", "dim", "_stacklevel", "dtype"), _SOFTMAX_DEFAULTS, "softmax_backward"),
+    Api("Torch.softmax", ("input", "dim", "dtype"), {"dtype": None}, "softmax_backward"),
+    Api("Tensor.softmax", ("input", "dim", "dtype"), {"dtype": None}, "softmax_backward"),
+    Api("Functional.logsigmoid", ("input",), {}, "log_sigmoid_backward"),
+    Api("Functional.softshrink", ("input", "lambd"), {"lambd": 0.5}, "softshrink_backward"),
+    Api("Functional.cross_entropy", _CE_PARAMS, _CE_DEFAULTS, "cross_entropy_loss_grad"),
+    Api("Functional.kl_div", ("input", "target", "size_average", "reduce", "reduction", "log_target"),
+        {"size_average": None, "reduce": None, "reduction": "mean", "log_target": False}, "kl_div_backward"),
+    Api("NPU.npu_cross_entropy_loss",
+        ("input", "target", "weight", "reduction", "ignore_index", "label_smoothing", "lse_square_scale_for_zloss",
+         "return_zloss"),
+        {"weight": None, "reduction": "mean", "ignore_index": -100, "label_smoothing": 0.0,
+         "lse_square_scale_for_zloss": 0.0, "return_zloss": False}, "cross_entropy_loss_grad"),
+)}
+
+# What a TorchFunctionMode sees for each (F.logsigmoid and F.softshrink are torch._C._nn's).
+_API_OF_FUNC: Dict[Any, str] = {
+    F.softmax: "Functional.softmax", torch.softmax: "Torch.softmax", Tensor.softmax: "Tensor.softmax",
+    F.logsigmoid: "Functional.logsigmoid", F.softshrink: "Functional.softshrink",
+    F.cross_entropy: "Functional.cross_entropy", F.kl_div: "Functional.kl_div",
+}
+
+
+def _bind(api: Api, args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The call's arguments by name, defaults filled in; None when they do not fit the
+    signature (PyTorch then raises its own error)."""
+    if len(args) > len(api.params):
+        return None
+    b = dict(zip(api.params, args))
+    for k, v in kwargs.items():
+        k = "input" if k == "self" else k
+        if k not in api.params or k in b:
+            return None
+        b[k] = v
+    for k in api.params:
+        if k not in b:
+            if k not in api.defaults:
+                return None
+            b[k] = api.defaults[k]
+    return b
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _tensor_problem(name: str, t: Any, dtypes: Tuple[torch.dtype, ...] = _FLOATS) -> Optional[str]:
+    if not isinstance(t, Tensor):
+        return f"{name} is {type(t).__name__}, not a tensor"
+    if type(t) not in (Tensor, torch.nn.Parameter):
+        return f"{name} is a tensor subclass ({type(t).__name__})"
+    if t.device.type == "meta":
+        return f"{name} is on the meta device"
+    if t.dtype not in dtypes:
+        return f"{name} dtype {str(t.dtype)[6:]} (the operator takes {', '.join(str(d)[6:] for d in dtypes)})"
+    return None
+
+
+def _uncovered(api: Api, b: Dict[str, Any]) -> Optional[str]:
+    """Why CANN's operator does not cover this form of the call (None: it does)."""
+    x = b["input"]
+    why = _tensor_problem("input", x)
+    if why:
+        return why
+    op = api.op
+    if op == "softmax_backward":
+        if b["dim"] is None:
+            return "dim=None (PyTorch's implicit dim)"
+        if not isinstance(b["dim"], int) or isinstance(b["dim"], bool):
+            return f"dim {b['dim']!r} is not an int"
+        if b["dtype"] is not None and b["dtype"] not in _FLOATS:
+            return f"dtype={b['dtype']}"
+        if x.dim() > 8:
+            return f"rank {x.dim()} > 8 (SoftmaxBackward's limit)"
+    elif op == "softshrink_backward":
+        if not _real(b["lambd"]) or not b["lambd"] >= 0:
+            return f"lambd {b['lambd']!r} is not a number >= 0"
+    elif op == "cross_entropy_loss_grad":
+        t, w = b["target"], b["weight"]
+        if api.name == "Functional.cross_entropy" and (b["size_average"] is not None or b["reduce"] is not None):
+            return "legacy size_average/reduce"
+        if isinstance(t, Tensor) and t.is_floating_point():
+            return "probability targets (CrossEntropyLossGrad takes class indices)"
+        why = _tensor_problem("target", t, (torch.int64,))
+        if why:
+            return why
+        if x.dim() != 2 or t.shape != x.shape[:1]:
+            return (f"input {list(x.shape)} with target {list(t.shape)} "
+                    f"(CrossEntropyLossGrad covers (N, C) input with (N,) targets)")
+        if w is not None and (_tensor_problem("weight", w) or w.shape != x.shape[1:]):
+            return f"weight {getattr(w, 'shape', w)} is not a float tensor of shape [{x.shape[1]}]"
+        if b["reduction"] not in ("none", "mean", "sum"):
+            return f"reduction {b['reduction']!r}"
+        if not isinstance(b["ignore_index"], int) or not _real(b["label_smoothing"]) or \
+                not 0.0 <= b["label_smoothing"] <= 1.0:
+            return f"ignore_index {b['ignore_index']!r}, label_smoothing {b['label_smoothing']!r}"
+        if not _real(b.get("lse_square_scale_for_zloss", 0.0)):
+            return f"lse_square_scale_for_zloss {b['lse_square_scale_for_zloss']!r}"
+    elif op == "kl_div_backward":
+        t = b["target"]
+        why = _tensor_problem("target", t)
+        if why:
+            return why
+        if b["size_average"] is not None or b["reduce"] is not None:
+            return "legacy size_average/reduce"
+        if b["reduction"] not in reference.KL_REDUCTIONS or not isinstance(b["log_target"], bool):
+            return f"reduction {b['reduction']!r}, log_target {b['log_target']!r}"
+        try:
+            shape = torch.broadcast_shapes(x.shape, t.shape)
+        except RuntimeError:
+            return f"target {list(t.shape)} does not broadcast with input {list(x.shape)}"
+        if shape != x.shape:
+            return f"target {list(t.shape)} broadcasts input {list(x.shape)} to {list(shape)}"
+    return None
+
+
+def _forward(api: Api, b: Dict[str, Any]) -> Any:
+    """The call through the autograd functions above."""
+    x, op = b["input"], api.op
+    if op == "softmax_backward":
+        return _Softmax.apply(x, b["dim"], b["dtype"])
+    if op == "log_sigmoid_backward":
+        return _LogSigmoid.apply(x)
+    if op == "softshrink_backward":
+        return _Softshrink.apply(x, float(b["lambd"]))
+    if op == "kl_div_backward":
+        return _KlDiv.apply(x, b["target"], b["reduction"], b["log_target"])
+    fused = api.name == "NPU.npu_cross_entropy_loss"
+    out = _CrossEntropy.apply(x, b["target"], b["weight"], b["reduction"], b["ignore_index"],
+                              float(b["label_smoothing"]), float(b.get("lse_square_scale_for_zloss", 0.0)),
+                              bool(b.get("return_zloss", False)), fused)
+    return out if fused else out[0]
+
+
+# --------------------------------------------------------------------------------------------
+# the modes: a thread's stack of ours, so that a call routed by ascend_backward is also tapped by
+# the autocompare modes entered before it (those never see the routed call)
+
+_local = threading.local()
+
+
+def _stack() -> List["_Mode"]:
+    s: Optional[List[_Mode]] = getattr(_local, "modes", None)
+    if s is None:
+        s = _local.modes = []
+    return s
+
+
+def _compiling() -> bool:
+    return bool(torch.compiler.is_compiling())
+
+
+class _Mode(TorchFunctionMode):
+    _kind = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._warned: set = set()
+
+    def __enter__(self) -> Any:
+        super().__enter__()
+        _stack().append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        s = _stack()
+        for i in range(len(s) - 1, -1, -1):
+            if s[i] is self:
+                del s[i]
+                break
+        super().__exit__(*exc)
+
+    def _warn_once(self, key: str, text: str) -> None:
+        with self._lock:
+            if key in self._warned:
+                return
+            self._warned.add(key)
+        warnings.warn(f"ascendgrad.torch.{self._kind}: {text}", stacklevel=4)
+
+    def _not_now(self) -> Optional[str]:
+        """Why no call can be routed or checked right now (warned once per mode)."""
+        if _compiling():
+            self._warn_once("compile", "calls inside torch.compile are traced once and run PyTorch's kernels; "
+                                       "they are passed through, counted as 'torch.compile'")
+            return "torch.compile"
+        if not torch.is_grad_enabled():
+            self._warn_once("nograd", "calls under torch.no_grad() or inference mode have no backward; they are "
+                                      "passed through, counted as 'grad disabled'")
+            return "grad disabled"
+        return None
+
+    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
+                           kwargs: Optional[Dict[str, Any]] = None) -> Any:
+        kwargs = kwargs or {}
+        try:
+            name = _API_OF_FUNC.get(func)
+        except TypeError:  # an unhashable callable
+            name = None
+        if name is None:
+            return func(*args, **kwargs)
+        return self._call(APIS[name], func, args, kwargs)
+
+    def _call(self, api: Api, func: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+def _run(api: Api, b: Dict[str, Any], taps: Iterable["autocompare"]) -> Any:
+    """The call through ascendgrad, tapped by the given autocompare modes."""
+    recs = [r for r in (m._start(api, b) for m in taps) if r is not None]
+    for r in recs:
+        b = dict(b, input=r.tap_input(b["input"]))
+    out = _forward(api, b)
+    for r in recs:
+        r.tap_output(out)
+    return out
+
+
+def _direct(api_name: str, b: Dict[str, Any]) -> Any:
+    """A direct call of one of this module's functions: refused where CANN's operator does not
+    cover the form; tapped by every active autocompare (no mode sees these calls)."""
+    api = APIS[api_name]
+    why = _uncovered(api, b)
+    if why:
+        raise ValueError(f"ascendgrad.torch: {api_name} in this form is not CANN's operator: {why}")
+    return _run(api, b, [m for m in _stack() if isinstance(m, autocompare)])
+
+
+# --------------------------------------------------------------------------------------------
+# 1. the functions
+
+
+def softmax(input: Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Tensor:
+    """``torch.nn.functional.softmax`` whose backward is SoftmaxBackward (ascendgrad's kernel).
+
+    ``dtype``: as PyTorch, the input is cast to it first; the gradient comes back in the
+    input's dtype (computed in ``dtype``'s compute type, rounded once). float16, bfloat16,
+    float32, float64; rank 0..8. ValueError for another form.
+    """
+    return _direct("Functional.softmax", {"input": input, "dim": dim, "dtype": dtype})
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``torch.nn.functional.logsigmoid`` whose backward is LogSigmoidBackward (g·σ(−x), stable)."""
+    return _direct("Functional.logsigmoid", {"input": input})
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``torch.nn.functional.softshrink`` whose backward is SoftshrinkBackward (g outside the
+    closed band [−λ, λ], 0 inside, NaN for NaN input)."""
+    return _direct("Functional.softshrink", {"input": input, "lambd": lambd})
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """``torch.nn.functional.kl_div`` whose backward w.r.t. ``input`` is KlDivBackward.
+
+    ``target`` must broadcast to ``input``'s shape. Where ``target`` requires grad, its
+    gradient is PyTorch's formula (CANN's operator computes only the input's).
+    """
+    return _direct("Functional.kl_div", {"input": input, "target": target, "size_average": None, "reduce": None,
+                                         "reduction": reduction, "log_target": log_target})
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """``torch.nn.functional.cross_entropy`` for (N, C) logits and (N,) int64 class indices:
+    forward as CANN's aclnnCrossEntropyLoss (``log_prob = x − logsumexp(x)``, half types in
+    float32), backward w.r.t. the logits by CrossEntropyLossGrad (the fused kernel). The loss
+    is 0-D for 'mean' and 'sum', (N,) for 'none', in the input's dtype; a target outside
+    [0, C) that is not ``ignore_index`` raises IndexError, as PyTorch.
+    """
+    return _direct("Functional.cross_entropy", {
+        "input": input, "target": target, "weight": weight, "size_average": None, "ignore_index": ignore_index,
+        "reduce": None, "reduction": reduction, "label_smoothing": label_smoothing})
+
+
+def npu_cross_entropy_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+                           reduction: str = "mean", ignore_index: int = -100, label_smoothing: float = 0.0,
+                           lse_square_scale_for_zloss: float = 0.0, return_zloss: bool = False
+                           ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """torch_npu's fused ``npu_cross_entropy_loss``, so that code written for it runs on a CPU.
+
+    Returns ``(loss, log_prob, zloss, lse_for_zloss)``: loss (N,) for 'none', else (1,), in the
+    input's dtype, including the z-loss term ``ζ·lse²`` when ``lse_square_scale_for_zloss`` = ζ
+    is not 0; log_prob (N, C); zloss shaped as loss when ``return_zloss``, else empty;
+    lse_for_zloss (N,) when ζ ≠ 0, else empty. The gradient w.r.t. the logits flows from loss
+    and zloss through CrossEntropyLossGrad; log_prob and lse_for_zloss carry none.
+    """
+    out = _direct("NPU.npu_cross_entropy_loss", {
+        "input": input, "target": target, "weight": weight, "reduction": reduction, "ignore_index": ignore_index,
+        "label_smoothing": label_smoothing, "lse_square_scale_for_zloss": lse_square_scale_for_zloss,
+        "return_zloss": return_zloss})
+    return tuple(out)  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------
+# 2. ascend_backward
+
+
+class ascend_backward(_Mode):
+    """Context manager and decorator: inside it, every call of ``F.softmax`` / ``torch.softmax``
+    / ``Tensor.softmax``, ``F.logsigmoid``, ``F.softshrink``, ``F.cross_entropy`` and
+    ``F.kl_div`` (so ``nn.Softmax``, ``nn.LogSigmoid``, ``nn.Softshrink``,
+    ``nn.CrossEntropyLoss``, ``nn.KLDivLoss`` too) in a form CANN's operator covers runs through
+    this module's functions: PyTorch's forward, CANN's backward. Other forms (probability
+    targets, K-dim cross entropy, integer dtypes, ...) and calls that need no backward
+    (``torch.no_grad()``, inference mode, inputs without grad) or are traced by
+    ``torch.compile`` run PyTorch's own code unchanged (the last two warned once).
+
+    Nestable, exception-safe, per thread (PyTorch's mode stack is). :meth:`summary` and
+    :attr:`counts` say, per API, how many calls were routed and how many passed through, and why.
+    """
+
+    _kind = "ascend_backward"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._counts: Dict[str, Counter] = defaultdict(Counter)
+
+    def __call__(self, fn: _F) -> _F:
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    @property
+    def counts(self) -> Dict[str, Dict[str, int]]:
+        """Per API (msprobe's name): ``{"routed": n, "<reason>": n, ...}``."""
+        with self._lock:
+            return {k: dict(v) for k, v in self._counts.items()}
+
+    def summary(self) -> str:
+        """A table: per API, calls routed through ascendgrad and calls passed through, by reason."""
+        rows = [("api", "routed", "passed through (why)")]
+        for api, c in sorted(self.counts.items()):
+            other = ", ".join(f"{n} {why}" for why, n in sorted(c.items()) if why != "routed")
+            rows.append((api, str(c.get("routed", 0)), other or "-"))
+        w = [max(len(r[i]) for r in rows) for i in range(2)]
+        return "\n".join(f"{r[0].ljust(w[0])}  {r[1].rjust(w[1])}  {r[2]}" for r in rows)
+
+    def _call(self, api: Api, func: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+        b = _bind(api, args, kwargs)
+        why = self._not_now() or ("arguments do not fit the signature" if b is None else _uncovered(api, b))
+        if not why and not any(isinstance(v, Tensor) and v.requires_grad for v in b.values()):  # type: ignore[union-attr]
+            why = "no input requires grad"
+        with self._lock:
+            self._counts[api.name][why or "routed"] += 1
+        if why:
+            return func(*args, **kwargs)
+        s = _stack()
+        outer = s[: max(i for i, m in enumerate(s) if m is self)] if self in s else []
+        return _run(api, b, [m for m in outer if isinstance(m, autocompare)])  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# 3. autocompare
+
+
+class GradientMismatchError(AssertionError):
+    """A backend's gradient failed the precision standard (``autocompare(on_fail="raise")``)."""
+
+
+class GradientMismatchWarning(UserWarning):
+    """A backend's gradient failed the precision standard (``autocompare(on_fail="warn")``)."""
+
+
+def _np(t: Tensor) -> np.ndarray:
+    return asarray(t)
+
+
+def _golden_of(api: Api, attrs: Dict[str, Any], saved: Dict[str, Tensor], g: Tensor, gz: Optional[Tensor],
+               actual: np.ndarray) -> Tuple[_dc.Prepared, Dict[str, np.ndarray]]:
+    """The float64 golden of the call's input gradient, as dump-check prepares it, and the
+    inputs of its golden case (the NumPy function's keywords, in the call's dtypes)."""
+    x = _np(saved["input"])
+    gn = _np(g)
+    dt = x.dtype
+    op = api.op
+    if op == "softmax_backward":
+        y = reference.softmax(x, attrs["dim"])
+        gold = reference.softmax_backward(gn, y, attrs["dim"])
+        case = {"grad_output": gn, "output": _golden._round_to(y, gn.dtype)}
+    elif op == "log_sigmoid_backward":
+        gold = reference.log_sigmoid_backward(gn, x)
+        case = {"grad_output": gn, "x": x}
+    elif op == "softshrink_backward":
+        gold = _dc._softshrink_golden(gn, x, attrs["lambd"], actual)
+        case = {"grad_output": gn, "x": x}
+    elif op == "kl_div_backward":
+        t = _np(saved["target"])
+        gold = reference.kl_div_backward(gn, x, t, attrs["reduction"], attrs["log_target"])
+        case = {"grad_output": gn, "x": x, "target": t}
+    else:
+        t = _np(saved["target"])
+        w = _np(saved["weight"]) if "weight" in saved else None
+        zeta = attrs.get("lse_square_scale_for_zloss", 0.0)
+        gl = gn.reshape(()) if gn.size == 1 and attrs["reduction"] != "none" else gn
+        z: Dict[str, Any] = {}
+        if zeta:
+            z = {"grad_zloss": None if gz is None else _np(gz).reshape(gl.shape), "lse_for_zloss": reference.logsumexp(x, -1),
+                 "lse_square_scale_for_zloss": zeta}
+        gold = _dc._ce_golden(gl, x, t, w, attrs["reduction"], attrs["ignore_index"], attrs["label_smoothing"],
+                              api.name, **z)
+        case = {"grad_loss": gl, "log_prob": _golden._round_to(reference.log_softmax(x, -1), dt), "target": t}
+        if w is not None:
+            case["weight"] = w
+        if zeta:
+            if z["grad_zloss"] is not None:
+                case["grad_zloss"] = z["grad_zloss"]
+            case["lse_for_zloss"] = _golden._round_to(z["lse_for_zloss"], dt)
+    return _dc.Prepared(op, {}, attrs, gold, actual, "the gradient w.r.t. the call's input", x.shape), case
+
+
+class _Record:
+    """One tapped call, from its forward to its judgement: its saved inputs (host copies), the
+    upstream gradient(s) seen by the output hooks. Held only by the hooks in the autograd graph:
+    freed with the graph, reported as forward-only if no input gradient reached it."""
+
+    def __init__(self, report: "AutocompareReport", seq: int, name: str, api: Api, attrs: Dict[str, Any],
+                 saved: Dict[str, Tensor]) -> None:
+        self.report, self.seq, self.name, self.api, self.attrs = report, seq, name, api, attrs
+        self.saved: Optional[Dict[str, Tensor]] = saved
+        x = saved["input"]
+        self.dtype, self.shape = str(x.dtype)[6:], list(x.shape)
+        self.g: Optional[Tensor] = None
+        self.gz: Optional[Tensor] = None
+        self._finalizer = weakref.finalize(self, report._forward_only, seq, name, self.dtype, self.shape)
+
+    def tap_input(self, x: Tensor) -> Tensor:
+        xt = x.view_as(x)  # used by this call alone: its gradient is this call's
+        xt.register_hook(self._input_grad)
+        return xt
+
+    def tap_output(self, out: Any) -> None:
+        outs = out if isinstance(out, tuple) else (out,)
+        outs[0].register_hook(self._grad_output)
+        if len(outs) > 2 and outs[2].requires_grad:  # npu_cross_entropy_loss's zloss
+            outs[2].register_hook(self._grad_zloss)
+
+    def _grad_output(self, g: Tensor) -> None:
+        self.g = g.detach()
+
+    def _grad_zloss(self, g: Tensor) -> None:
+        self.gz = g.detach()
+
+    def _input_grad(self, gx: Tensor) -> None:
+        saved, self.saved = self.saved, None
+        if saved is None:  # a second backward through a retained graph: judged once
+            return
+        self._finalizer.detach()
+        g, gz, self.g, self.gz = self.g, self.gz, None, None
+        self.report._judge(self, saved, gx, g, gz)
+
+
+class AutocompareReport:
+    """What :class:`autocompare` found: :attr:`calls` (one entry per call, dump-check's JSON
+    schema), :attr:`failed`, :meth:`summary`, :meth:`to_json`."""
+
+    def __init__(self, standard: str, on_fail: str, save_dir: Optional[str]) -> None:
+        self.standard, self.on_fail, self.save_dir = standard, on_fail, save_dir
+        self._lock = threading.Lock()
+        self._results: List[Tuple[int, _dc.CallResult]] = []
+        self._not_judged: Dict[str, Counter] = defaultdict(Counter)
+        self._pending = 0
+        self._bytes = 0
+        self._seconds = 0.0
+        self._rank: Any = None
+        self._saved_cases: List[str] = []
+
+    # -- reading
+
+    @property
+    def calls(self) -> List[_dc.CallResult]:
+        """Every call judged (pass / fail / not comparable), in the order the calls were made."""
+        with self._lock:
+            return [r for _, r in sorted(self._results, key=lambda sr: sr[0])]
+
+    @property
+    def failed(self) -> List[_dc.CallResult]:
+        return [c for c in self.calls if c.verdict == _dc.FAIL]
+
+    @property
+    def not_judged(self) -> Dict[str, Dict[str, int]]:
+        """Per API, calls seen but not judged, by reason (``every``, ``apis``, no grad, ...)."""
+        with self._lock:
+            return {k: dict(v) for k, v in self._not_judged.items()}
+
+    @property
+    def pending(self) -> int:
+        """Calls whose forward ran and whose backward has not (yet)."""
+        with self._lock:
+            return self._pending
+
+    @property
+    def saved_cases(self) -> List[str]:
+        """Folders written under ``save_dir`` (one per failed call)."""
+        with self._lock:
+            return list(self._saved_cases)
+
+    def _result(self) -> _dc.DumpResult:
+        return _dc.DumpResult(self.standard, "autocompare", self.calls, self._bytes, self._seconds)
+
+    def summary(self) -> str:
+        """The calls as dump-check prints them, then the calls not judged and why."""
+        lines = [_dc.table(self._result())]
+        nj = self.not_judged
+        if nj:
+            lines.append("not judged: " + "; ".join(
+                f"{api}: " + ", ".join(f"{n} {why}" for why, n in sorted(c.items())) for api, c in sorted(nj.items())))
+        if self.pending:
+            lines.append(f"{self.pending} calls still wait for their backward")
+        return "\n".join(lines)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = self._result().to_dict()
+        d["dump"] = None
+        d["not_judged"] = self.not_judged
+        d["pending"] = self.pending
+        return d
+
+    def to_json(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Write :meth:`to_dict` as strict JSON (NaN and infinities as strings)."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(_strict_json(self.to_dict()), f, indent=1, allow_nan=False)
+            f.write("\n")
+
+    # -- writing (from the modes and the hooks)
+
+    def _skip(self, api: str, why: str) -> None:
+        with self._lock:
+            self._not_judged[api][why] += 1
+
+    def _add(self, seq: int, res: _dc.CallResult) -> None:
+        with self._lock:
+            self._results.append((seq, res))
+
+    def _rank_now(self) -> Any:
+        if self._rank is None and torch.distributed.is_available() and torch.distributed.is_initialized():
+            self._rank = torch.distributed.get_rank()
+        return self._rank
+
+    def _started(self, nbytes: int) -> None:
+        with self._lock:
+            self._pending += 1
+            self._bytes += nbytes
+
+    def _forward_only(self, seq: int, name: str, dtype: str, shape: List[int]) -> None:
+        with self._lock:
+            self._pending -= 1
+        self._add(seq, _dc.CallResult(name, None, self._rank_now(), dtype, shape, _dc.NC,
+                                      "forward only: no gradient w.r.t. its input was computed before its graph "
+                                      "was freed", {}, None))
+
+    def _judge(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
+               gz: Optional[Tensor]) -> None:
+        t0 = time.perf_counter()
+        with self._lock:
+            self._pending -= 1
+        call = _dc.Call(rec.name, rec.api.name, _dc.Rank("", None, self._rank_now()), None, None)
+        actual = _np(_host(gx))
+        case: Dict[str, np.ndarray] = {}
+        p: Union[_dc.Prepared, _dc.NotComparable]
+        if g is None:
+            p = _dc.NotComparable("no upstream gradient reached the call's output")
+        else:
+            try:
+                p, case = _golden_of(rec.api, rec.attrs, saved, _host(g), None if gz is None else _host(gz), actual)
+            except _dc.NotComparable as e:
+                p = e
+            except Exception as e:  # never break the user's backward over a golden
+                p = _dc.NotComparable(f"no golden: {type(e).__name__}: {e}")
+        res = _dc._judge(call, p, self.standard, False)[0]
+        if res.verdict == _dc.FAIL and self.save_dir is not None and isinstance(p, _dc.Prepared):
+            self._save(rec, p, case, actual)
+        with self._lock:
+            self._seconds += time.perf_counter() - t0
+        self._add(rec.seq, res)
+        if res.verdict == _dc.FAIL and self.on_fail != "record":
+            msg = _describe(res)
+            if self.on_fail == "raise":
+                raise GradientMismatchError(msg)
+            warnings.warn(msg, GradientMismatchWarning, stacklevel=2)
+
+    def _save(self, rec: _Record, p: _dc.Prepared, inputs: Dict[str, np.ndarray], actual: np.ndarray) -> None:
+        """The failed call as a golden case folder, the backend's gradient in its ``actual/``:
+        ``python -m ascendgrad golden --check DIR --actual DIR/actual`` gives the verdict again."""
+        root = os.fspath(self.save_dir)  # type: ignore[arg-type]
+        rank = self._rank_now()
+        if rank is not None:
+            root = os.path.join(root, f"rank{rank}")
+        spec = _golden.OPS[rec.api.op]
+        dt = actual.dtype
+        attrs = {k: v for k, v in p.params.items() if any(a.name == k and a.kind == "attr" for a in spec.args)}
+        case = _golden.Case(rec.api.op, inputs, attrs, {spec.output: _golden._round_to(p.golden, dt)},
+                            id=rec.seq, name=rec.name, source="autocompare")
+        folder = _golden.write_case(case, os.path.join(root, rec.name))
+        _golden.write_case(dataclasses.replace(case, inputs={}, outputs={spec.output: actual}),
+                           os.path.join(folder, "actual"))
+        with self._lock:
+            self._saved_cases.append(folder)
+
+
+def _describe(res: _dc.CallResult) -> str:
+    w = res.worst
+    where = (f"; worst element {tuple(w['index'])}: backend {w['dumped']!r}, golden {w['golden']!r}"
+             if w else "")
+    return f"{res.api} ({res.dtype} {res.shape}): gradient fails: {res.reason}{where}"
+
+
+def _saved_inputs(api: Api, b: Dict[str, Any]) -> Dict[str, Tensor]:
+    """Host copies of what the golden needs (copies: the model may change its tensors later)."""
+    names = ("input",) if api.op in ("softmax_backward", "log_sigmoid_backward", "softshrink_backward") else \
+        ("input", "target", "weight")
+    return {k: b[k].detach().to("cpu", copy=True) for k in names if isinstance(b.get(k), Tensor)}
+
+
+def _attrs(api: Api, b: Dict[str, Any]) -> Dict[str, Any]:
+    """The call's attributes under the NumPy function's names (the golden case's)."""
+    op = api.op
+    if op == "softmax_backward":
+        return {"dim": b["dim"] % max(b["input"].dim(), 1)}
+    if op == "softshrink_backward":
+        return {"lambd": float(b["lambd"])}
+    if op == "kl_div_backward":
+        return {"reduction": b["reduction"], "log_target": b["log_target"]}
+    if op == "cross_entropy_loss_grad":
+        a = {"reduction": b["reduction"], "ignore_index": int(b["ignore_index"]),
+             "label_smoothing": float(b["label_smoothing"])}
+        if b.get("lse_square_scale_for_zloss"):
+            a["lse_square_scale_for_zloss"] = float(b["lse_square_scale_for_zloss"])
+        return a
+    return {}
+
+
+class autocompare(_Mode):
+    """Judge a backend's gradients of the five operators while the step runs.
+
+    ``with autocompare(...) as report:`` — every call of the APIs :class:`ascend_backward`
+    routes (any device), and of this module's functions, is tapped: a hook on a view of its
+    first input and one on its output capture, during backward, the gradient the backend
+    computed for that call alone and the upstream gradient it received. The golden is
+    :mod:`ascendgrad.reference` in float64 on host copies of the forward's inputs, with the
+    call's attributes; the verdict is the named standard's (:mod:`ascendgrad.compare`). The
+    taps change nothing: every gradient is bitwise what it is without them.
+
+    Args:
+        standard: ``"cann"`` (default), ``"cann-v1"`` or ``"msprobe"`` (``dual-benchmark``
+            needs a third-party result and is refused).
+        on_fail: ``"record"`` (default) only records; ``"warn"`` warns
+            (:class:`GradientMismatchWarning`) per failed call; ``"raise"`` raises
+            :class:`GradientMismatchError` (an ``AssertionError``) out of ``backward()`` at
+            the first failed call, naming it and its worst element.
+        save_dir: where each failed call is written as a :mod:`ascendgrad.golden` case folder
+            (``save_dir/[rank<r>/]<call>/``, the backend's gradient in its ``actual/``).
+        apis: patterns (fnmatch) of API or call names to judge, e.g. ``"*softmax*"``; default all.
+        every: judge every N-th call of each API (1: all).
+
+    A call's saved tensors are dropped as soon as it is judged, or with its autograd graph when
+    no backward reaches it (reported ``not comparable``, forward only). Calls under
+    ``torch.no_grad()``/inference mode and calls traced by ``torch.compile`` are not judged:
+    warned once, counted in :attr:`AutocompareReport.not_judged`. Under ``torch.distributed``
+    each rank keeps its own report and writes under ``save_dir/rank<r>/``.
+    """
+
+    _kind = "autocompare"
+
+    def __init__(self, standard: str = "cann", on_fail: str = "record",
+                 save_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 apis: Optional[Union[str, Sequence[str]]] = None, every: int = 1) -> None:
+        super().__init__()
+        if standard not in STANDARDS or standard == "dual-benchmark":
+            raise ValueError(f"standard must be one of {', '.join(s for s in STANDARDS if s != 'dual-benchmark')}, "
+                             f"got {standard!r}")
+        if on_fail not in ("record", "warn", "raise"):
+            raise ValueError(f"on_fail must be 'record', 'warn' or 'raise', got {on_fail!r}")
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise ValueError(f"every must be an int >= 1, got {every!r}")
+        self.apis = (apis,) if isinstance(apis, str) else (tuple(apis) if apis is not None else None)
+        self.every = every
+        self.report = AutocompareReport(standard, on_fail, None if save_dir is None else os.fspath(save_dir))
+        self._seen: Counter = Counter()  # calls per API: msprobe's call numbers
+        self._calls = 0  # calls of all APIs: the report's order
+
+    def __enter__(self) -> AutocompareReport:  # type: ignore[override]
+        super().__enter__()
+        return self.report
+
+    def _selected(self, api: str, name: str) -> bool:
+        return self.apis is None or any(fnmatch.fnmatchcase(api, p) or fnmatch.fnmatchcase(name, p)
+                                        for p in self.apis)
+
+    def _start(self, api: Api, b: Dict[str, Any]) -> Optional[_Record]:
+        """A record for the call, or None when it is not judged (counted, with the reason)."""
+        with self._lock:
+            k, seq = self._seen[api.name], self._calls
+            self._seen[api.name] += 1
+            self._calls += 1
+        name = f"{api.name}.{k}"
+        why = self._not_now()
+        if not why and not self._selected(api.name, name):
+            why = "not in apis"
+        if not why and k % self.every:
+            why = f"every={self.every}"
+        x = b["input"]
+        if not why and not (isinstance(x, Tensor) and x.requires_grad):
+            why = "input does not require grad"
+        if why:
+            self.report._skip(api.name, why)
+            return None
+        uncovered = _uncovered(api, b)
+        if uncovered:
+            self.report._add(seq, _dc.CallResult(name, None, self.report._rank_now(), str(x.dtype)[6:], list(x.shape),
+                                               _dc.NC, f"no golden for this form: {uncovered}", {}, None))
+            return None
+        saved = _saved_inputs(api, b)
+        self.report._started(sum(t.numel() * t.element_size() for t in saved.values()))
+        return _Record(self.report, seq, name, api, _attrs(api, b), saved)
+
+    def _call(self, api: Api, func: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+        b = _bind(api, args, kwargs)
+        rec = self._start(api, b) if b is not None else None
+        if rec is None:
+            return func(*args, **kwargs)
+        xt = rec.tap_input(b["input"])  # type: ignore[index]
+        if args:
+            args = (xt, *args[1:])
+        else:
+            kwargs = {("self" if "self" in kwargs else "input"): xt,
+                      **{k: v for k, v in kwargs.items() if k not in ("self", "input")}}
+        out = func(*args, **kwargs)
+        rec.tap_output(out)
+        return out
