@@ -199,24 +199,47 @@ TEST(CreateTensor, Rank0AndRank9AreCreated) {
     aclDestroyTensor(t9);
 }
 
-TEST(CreateTensor, NegativeViewDimsAreDescriptorsNegativeStorageAndNullDimArraysFail) {
+TEST(CreateTensor, NegativeDimsAreDescriptorsNullDimArraysFail) {
     std::vector<float> data(8);
-    const Shape bad = {2, -1}, storage = {8}, bad_storage = {-8};
+    const Shape bad = {2, -1}, storage = {8}, bad_storage = {-8}, ok = {2};
     take_error();
-    // as CANN: a descriptor, nothing read; the operators reject it in phase 1
-    aclTensor *neg = create(bad, nullptr, 0, storage, data.data());
-    ASSERT_NE(neg, nullptr) << take_error();
-    EXPECT_EQ(get_array(aclGetViewShape, neg), bad);
-    aclDestroyTensor(neg);
-    std::string msg;
-    const Shape ok = {2};
-    EXPECT_EQ(create(ok, nullptr, 0, bad_storage, data.data()), nullptr);
-    msg = take_error();
-    EXPECT_TRUE(contains(msg, "negative") && contains(msg, "-8")) << msg;
+    // as CANN: a negative dim, view or storage, is a descriptor, nothing read; the operators
+    // reject it in phase 1 (every operator's rows in test_conformance.cpp)
+    for (const auto &[view, st] : {std::pair{bad, storage}, std::pair{ok, bad_storage}, std::pair{bad, bad}}) {
+        aclTensor *neg = create(view, nullptr, 0, st, data.data());
+        ASSERT_NE(neg, nullptr) << take_error();
+        EXPECT_EQ(get_array(aclGetViewShape, neg), view);
+        EXPECT_EQ(get_array(aclGetStorageShape, neg), st);
+        aclDestroyTensor(neg);
+    }
+    // no view-in-storage check against a storage of no extent, whatever the view reaches
+    const Shape far = {1000};
+    aclTensor *wide = create(far, nullptr, 5, bad_storage, data.data());
+    ASSERT_NE(wide, nullptr) << take_error();
+    EXPECT_EQ(take_error(), "");
+    aclDestroyTensor(wide);
     EXPECT_EQ(aclCreateTensor(nullptr, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, storage.data(), 1, data.data()), nullptr);
     EXPECT_NE(take_error(), "");
     EXPECT_EQ(aclCreateTensor(ok.data(), 1, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, nullptr, 1, data.data()), nullptr);
     EXPECT_NE(take_error(), "");
+}
+
+// A view reaching past a negative storage dim is never read: phase 1 of the operator names the
+// argument and the storage dim, and nothing is written.
+TEST(CreateTensor, NegativeStorageDimIsRejectedByTheOperator) {
+    HostTensor g({2, 3}, ACL_FLOAT), y({2, 3}, ACL_FLOAT), out({2, 3}, ACL_FLOAT);
+    const Shape view = {2, 3}, neg_storage = {-1, 3};
+    aclTensor *yn = create(view, nullptr, 0, neg_storage, y.data());
+    ASSERT_NE(yn, nullptr) << take_error();
+    const auto before = out.storage_bytes();
+    uint64_t ws = 0;
+    aclOpExecutor *e = nullptr;
+    EXPECT_EQ(aclnnSoftmaxBackwardGetWorkspaceSize(g.t(), yn, -1, out.t(), &ws, &e), ACLNN_ERR_PARAM_INVALID);
+    const std::string msg = take_error();
+    EXPECT_TRUE(contains(msg, "output") && contains(msg, "negative storage size -1 in dimension 0")) << msg;
+    EXPECT_EQ(e, nullptr);
+    EXPECT_EQ(out.storage_bytes(), before);
+    aclDestroyTensor(yn);
 }
 
 // numel beyond int64: creation succeeds (no element is ever addressed), the operator says 161002.

@@ -3,8 +3,8 @@
 // names its source: a seed page (the operator pages of SPEC's seeds/: 000 SoftmaxBackward,
 // 001 LogSigmoidBackward, 002 SoftshrinkBackward, 003 CrossEntropyLossGrad, 004 KlDivBackward) or
 // the function of CANN's op_api source (hicann/ops-nn) or its op_api unit test that states it.
-// Each row also records CANN's status; where ours differs, the row names the line of README's
-// table "Where ascendgrad differs from CANN" that says why, and a test checks that line exists.
+// Each row also records CANN's status; where ours differs, the row names the line of the table
+// "Where ascendgrad differs from CANN" (docs/c-api.md) that says why, and a test checks it exists.
 #include <fstream>
 #include <functional>
 #include <set>
@@ -30,7 +30,7 @@ struct Rule {
     std::function<void(Call &)> setup;
     int cann;            // CANN's status, or kUndocumented / kUndefined
     int ours;
-    std::string differs;  // README table key, when ours != cann
+    std::string differs;  // key of the table's line (docs/c-api.md), when ours != cann
     std::vector<std::string> fragments = {};  // in our message, when ours != 0
 };
 
@@ -105,6 +105,19 @@ void argument_rows(std::vector<Rule> &rows) {
                             buffer ? kOk : ce ? kUndocumented : kInvalid, buffer ? kOk : kInvalid, "",
                             {arg, "negative size " + std::to_string(neg.back()), "dimension " +
                                                                                      std::to_string(neg.size() - 1)}});
+            // A negative storage dim under a valid view: CANN creates it and checks only view dims;
+            // ours names it in phase 1 (no extent of the memory is known). The buffer is unchecked.
+            rows.push_back({prefix + "negative_storage_dim", opn, "acl_op_api.cpp aclCreateTensor: storage dims not validated",
+                            [arg](Call &c) {
+                                const ArgDef &d = c.def(arg);
+                                HostTensor &h = c.owned.emplace_back(Shape{std::max<int64_t>(1, numel(d.shape))},
+                                                                     d.dtype);
+                                const Shape st = contiguous_strides(d.shape), storage = {3, -8};
+                                c.pass(arg, aclCreateTensor(d.shape.data(), d.shape.size(), d.dtype, st.data(), 0,
+                                                            ACL_FORMAT_ND, storage.data(), 2, h.data()));
+                            },
+                            buffer ? kOk : kUndefined, buffer ? kOk : kInvalid, buffer ? "" : "a negative storage dim",
+                            {arg, "negative storage size -8 in dimension 1 of storage shape [3, -8]"}});
             // An unsupported dtype: int32 for float tensors, float for the target (CheckDtypeValid)
             if (!buffer) {
                 const aclDataType wrong = a.dtype == ACL_INT64 ? ACL_FLOAT : ACL_INT32;
@@ -227,6 +240,14 @@ void logsigmoid_rows(std::vector<Rule> &rows) {
                                            h.data()));
         },
         kInvalid, kInvalid, "", {"self", "negative size -1 in dimension 0"});
+    row("negative_dims_storage_too", "op_api UT logsigmoid_backward_testcase_026_exception_negative_dim",
+        [](Call &c) {  // as that test's TensorDesc makes them: storage dims = view dims = {-1, -1}
+            HostTensor &h = c.owned.emplace_back(Shape{8}, ACL_FLOAT);
+            const Shape neg = {-1, -1};
+            for (const char *a : {"gradOutput", "self", "buffer", "gradInput"})
+                c.pass(a, aclCreateTensor(neg.data(), 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, neg.data(), 2, h.data()));
+        },
+        kInvalid, kInvalid, "", {"gradOutput", "negative size -1 in dimension 0"});
     row("empty", "op_api UT testcase_003_normal_empty_tensor",
         every([](Call &c, const char *a) { set_shape(c, a, {0}); }), kOk, kOk);
     row("self_empty_gradOutput_not", "op_api UT testcase_019_normal_self_empty_tensor",
@@ -430,10 +451,10 @@ TEST_P(Conformance, Status) {
     const Rule &r = GetParam();
     SCOPED_TRACE(r.source);
     // A row is consistent: a status other than CANN's (or where CANN's is undefined) names the
-    // README line that says why; the same status names none.
+    // line of the table that says why; the same status names none.
     const bool differs = r.cann == kUndefined || (r.cann >= 0 && r.cann != r.ours);
     if (differs) {
-        EXPECT_FALSE(r.differs.empty()) << "CANN returns " << r.cann << ": name README's line";
+        EXPECT_FALSE(r.differs.empty()) << "CANN returns " << r.cann << ": name the table's line";
     } else if (r.cann >= 0) {
         EXPECT_TRUE(r.differs.empty()) << "same status as CANN, yet marked as a difference";
     }
@@ -458,10 +479,10 @@ TEST_P(Conformance, Status) {
 INSTANTIATE_TEST_SUITE_P(Rules, Conformance, ::testing::ValuesIn(all_rules()),
                          [](const ::testing::TestParamInfo<Rule> &info) { return info.param.name; });
 
-// Every difference a row relies on is a line of README's table.
+// Every difference a row relies on is a line of the table in docs/c-api.md.
 TEST(ConformanceReadme, EveryDifferenceIsInTheTable) {
-    std::ifstream f(ASCENDGRAD_SOURCE_DIR "/README.md");
-    ASSERT_TRUE(f) << "README.md not found";
+    std::ifstream f(ASCENDGRAD_SOURCE_DIR "/docs/c-api.md");
+    ASSERT_TRUE(f) << "docs/c-api.md not found";
     std::stringstream ss;
     ss << f.rdbuf();
     const std::string readme = ss.str();
@@ -472,7 +493,7 @@ TEST(ConformanceReadme, EveryDifferenceIsInTheTable) {
     std::set<std::string> keys;
     for (const Rule &r : all_rules())
         if (!r.differs.empty()) keys.insert(r.differs);
-    for (const std::string &k : keys) EXPECT_TRUE(contains(table, k)) << "README's table has no line with \"" << k << "\"";
+    for (const std::string &k : keys) EXPECT_TRUE(contains(table, k)) << "the table has no line with \"" << k << "\"";
 }
 
 }  // namespace

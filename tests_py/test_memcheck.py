@@ -105,6 +105,44 @@ LEAK = """
 p = malloc(16)
 """
 
+# CANN's op_api test logsigmoid_backward_testcase_026_exception_negative_dim through the raw C API:
+# every tensor with view and storage dims {-1, -1}, then a valid view over a storage dim of -8
+# reaching far past its 32 bytes. aclCreateTensor accepts them; phase 1 answers 161002 naming the
+# argument and the dim, and nothing is read (memcheck would report the view past the block).
+NEGATIVE_DIMS = """
+P64 = ctypes.POINTER(ctypes.c_int64)
+lib.aclCreateTensor.restype = ctypes.c_void_p
+lib.aclCreateTensor.argtypes = [P64, ctypes.c_uint64, ctypes.c_int, P64, ctypes.c_int64, ctypes.c_int, P64,
+                                ctypes.c_uint64, ctypes.c_void_p]
+lib.aclGetRecentErrMsg.restype = ctypes.c_char_p
+lib.aclDestroyTensor.argtypes = [ctypes.c_void_p]
+for fn in (lib.aclnnLogSigmoidBackwardGetWorkspaceSize, lib.aclnnSoftmaxBackwardGetWorkspaceSize):
+    fn.restype = ctypes.c_int
+ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
+p = malloc(32)
+
+def tensor(view, storage, offset=0):
+    v, s = (ctypes.c_int64 * len(view))(*view), (ctypes.c_int64 * len(storage))(*storage)
+    t = lib.aclCreateTensor(v, len(view), 0, None, offset, 2, s, len(storage), ctypes.c_void_p(p))
+    assert t, lib.aclGetRecentErrMsg()
+    return ctypes.c_void_p(t)
+
+ts = [tensor([-1, -1], [-1, -1]) for _ in range(4)]
+assert lib.aclnnLogSigmoidBackwardGetWorkspaceSize(*ts, ctypes.byref(ws), ctypes.byref(ex)) == 161002
+msg = lib.aclGetRecentErrMsg().decode()
+assert "gradOutput" in msg and "negative size -1 in dimension 0" in msg, msg
+wide, ok = tensor([1000], [-8], offset=5), tensor([8], [8])
+lib.aclnnSoftmaxBackwardGetWorkspaceSize.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                                      ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+assert lib.aclnnSoftmaxBackwardGetWorkspaceSize(ok, wide, 0, ok, ctypes.byref(ws), ctypes.byref(ex)) == 161002
+msg = lib.aclGetRecentErrMsg().decode()
+assert "output" in msg and "negative storage size -8 in dimension 0" in msg, msg
+assert not ex.value
+for t in ts + [wide, ok]:
+    assert lib.aclDestroyTensor(t) == 0
+assert lib.aclrtFree(p) == 0
+"""
+
 
 def run(program, mode="1"):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASCENDGRAD_MEMCHECK")}
@@ -122,6 +160,10 @@ def lines(*findings):
 
 def test_correct_program_is_silent():
     assert run(CORRECT)[0] == ""
+
+
+def test_negative_dims_are_rejected_and_never_read():
+    assert run(NEGATIVE_DIMS)[0] == ""
 
 
 @pytest.mark.parametrize("program, expected", [

@@ -35,6 +35,11 @@ aclnnStatus check_tensor(const char *op, const aclTensor *t, const char *name) {
     if (t->negative_dim >= 0)
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: Tensor %s has a negative size %lld in dimension %d of shape %s.", op,
                     name, (long long)t->view[size_t(t->negative_dim)], t->negative_dim, shape_str(t->view).c_str());
+    if (t->negative_storage_dim >= 0)
+        return fail(ACLNN_ERR_PARAM_INVALID,
+                    "%s: Tensor %s has a negative storage size %lld in dimension %d of storage shape %s.", op, name,
+                    (long long)t->storage[size_t(t->negative_storage_dim)], t->negative_storage_dim,
+                    shape_str(t->storage).c_str());
     AG_CHECK(check_max_rank(op, t, name, kern::kMaxRank));
     if (t->numel_overflow)
         return fail(ACLNN_ERR_PARAM_INVALID, "%s: Tensor %s of shape %s has more elements than int64 can count.",

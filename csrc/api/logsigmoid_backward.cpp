@@ -47,7 +47,8 @@ aclnnStatus prepare(const aclTensor *gradOutput, const aclTensor *self, const ac
     set_view(exec->io[1], *self);
     // Kept only so that aclSetInputTensorAddr(…, 2, …) works as for any input; a buffer that
     // describes no view a kernel could take stays "not given" (its shape is not checked).
-    if (buffer->rank() <= kern::kMaxRank && !buffer->numel_overflow && buffer->negative_dim < 0)
+    if (buffer->rank() <= kern::kMaxRank && !buffer->numel_overflow && buffer->negative_dim < 0 &&
+        buffer->negative_storage_dim < 0)
         set_view(exec->io[2], *buffer);
     set_view(exec->io[3], *gradInput);
     exec->n_in = 3;

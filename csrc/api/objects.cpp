@@ -128,16 +128,12 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
     t->dtype = dataType;
     t->format = format;
     t->data = tensorData;
-    // A negative view dim is accepted, as CANN does: the descriptor is kept, no extent is
-    // computed from it, and every operator's phase 1 rejects it (161002).
+    // A negative dim, view or storage, is accepted, as CANN does: the descriptor is kept, no
+    // extent is computed from it, and every operator's phase 1 rejects it (161002).
     for (uint64_t i = 0; i < viewDimsNum && t->negative_dim < 0; ++i)
         if (viewDims[i] < 0) t->negative_dim = int(i);
-    for (uint64_t i = 0; i < storageDimsNum; ++i)
-        if (storageDims[i] < 0) {
-            fail(ACLNN_ERR_PARAM_INVALID, "%s: storage dim %llu is negative (%lld) in %s.", fn,
-                 (unsigned long long)i, (long long)storageDims[i], ag::shape_str(t->storage).c_str());
-            return nullptr;
-        }
+    for (uint64_t i = 0; i < storageDimsNum && t->negative_storage_dim < 0; ++i)
+        if (storageDims[i] < 0) t->negative_storage_dim = int(i);
     int64_t *strides = t->strides.init(viewDimsNum);
     if (stride) {
         std::copy(stride, stride + viewDimsNum, strides);
@@ -157,7 +153,7 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
     }
     // -1 with a negative dim; saturated where numel_overflow is set (the operators reject it)
     t->count = t->negative_dim >= 0 ? -1 : numel > INT64_MAX ? INT64_MAX : int64_t(numel);
-    for (uint64_t i = 0; i < storageDimsNum; ++i) {
+    for (uint64_t i = 0; i < storageDimsNum && t->negative_storage_dim < 0; ++i) {
         storage *= storageDims[i];
         if (storage > INT64_MAX) {
             fail(ACLNN_ERR_PARAM_INVALID, "%s: storage %s has more than INT64_MAX elements.", fn,
@@ -169,7 +165,7 @@ aclTensor *create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataT
         t->numel_overflow = true;  // no element can be addressed; the operators reject it
         return t.release();
     }
-    if (numel == 0) return t.release();
+    if (numel == 0 || t->negative_storage_dim >= 0) return t.release();  // no storage extent to check against
     for (uint64_t i = 0; i < viewDimsNum; ++i) {
         __int128 span = __int128(viewDims[i] - 1) * t->strides[i];
         (span < 0 ? lo : hi) += span;

@@ -54,9 +54,11 @@ struct aclTensor {
     aclFormat format = ACL_FORMAT_ND;
     void *data = nullptr;
     bool numel_overflow = false;  // view numel beyond int64: reported by the operators
-    // Index of the first negative view dim, or -1. Such a descriptor is accepted (as CANN) but
-    // describes no memory: the operators reject it before anything uses its extent.
+    // Index of the first negative view dim, or -1; the same of the storage dims. Such a
+    // descriptor is accepted (as CANN) but describes no memory: the operators reject it before
+    // anything uses its extent.
     int negative_dim = -1;
+    int negative_storage_dim = -1;
 
     // Counted once at creation (the view never changes after it): phase 1 asks several times.
     int64_t count = 0;
