@@ -92,6 +92,28 @@ def test_nan_mismatches():
     assert "NaN" in " ".join(r.reasons)
 
 
+def test_matched_ratio_counts_nan_and_inf_mismatches_as_unmatched():
+    """NaN > tolerance is False: an element whose error is NaN must still count as unmatched,
+    and an agreeing NaN pair as matched, over every element (not only the finite ones)."""
+    n = 1000
+    e = np.linspace(-1, 1, n)
+    e[[5, 6]] = np.nan  # NaN in both: agrees
+    a = e.astype(np.float32)
+    a[[10, 20, 30]] = np.nan
+    a[40] = np.inf
+    r = ascendgrad.compare(a, e)
+    assert r.metrics["matched_ratio"] == (n - 4) / n
+    check = {c.metric: c for c in r.checks}["matched_ratio"]
+    assert check.passed and check.value == (n - 4) / n and not r  # the ratio holds; the NaN fails the call
+    a[100:120] = np.nan  # 2.4 % unmatched: the ratio itself fails
+    r = ascendgrad.compare(a, e)
+    assert r.metrics["matched_ratio"] == (n - 24) / n and not {c.metric: c for c in r.checks}["matched_ratio"].passed
+    assert r.to_dict()["metrics"]["matched_ratio"] == (n - 24) / n
+    assert r.nan_mismatch == 23 and r.inf_mismatch == 1
+    for standard in ("cann-v1", "msprobe"):  # the other standards fail it too
+        assert not ascendgrad.compare(a, e, standard=standard), standard
+
+
 def test_nan_in_both_agrees_unless_equal_nan_false():
     a = np.array([np.nan, 1.0], dtype=np.float32)
     assert ascendgrad.compare(a, a.astype(np.float64))

@@ -2,6 +2,7 @@
 files in CANN's format), the files and manifest, goldens against PyTorch in float64, --check and
 its verdicts on corrupted outputs, the ops-nn-signature drop-ins, and the C++ reader loop."""
 
+import dataclasses
 import json
 import math
 import os
@@ -525,3 +526,82 @@ def test_large_cases(op, shape, dtype, attrs, tmp_path):
     for e in json.loads(pathlib.Path(folder, "manifest.json").read_text())["inputs"]:
         assert os.path.getsize(pathlib.Path(folder, e["bin"])) == math.prod(e["shape"]) * (
             2 if e["dtype"] in ("float16", "bfloat16") else np.dtype(e["dtype"]).itemsize)
+
+
+# --------------------------------------------------------------------------------------------
+# attributes of case files: each spelling, each default, with data on which a wrong value
+# changes the golden (a value read wrongly, or a default other than PyTorch's, fails here)
+
+
+def _tensor(name, shape, lo, hi, dtype="fp64"):
+    return {"name": name, "type": "tensor", "dtype": dtype, "shape": shape, "range_values": [lo, hi]}
+
+
+def _attr(name, value, dtype="int", kind="attr"):
+    return {"name": name, "type": kind, "dtype": dtype, "shape": None, "range_values": value}
+
+
+_SS = [_tensor("gradOutput", [4000], -2, 2), _tensor("self", [4000], -0.55, 0.55)]
+_SS_NEAR = [_tensor("gradOutput", [4000], -2, 2), _tensor("self", [4000], -0.33, 0.33)]
+_CE = [_tensor("gradLoss", [], 0.5, 2), _tensor("logProb", [64, 4], -3, -0.1),
+       _tensor("target", [64], 0, 3, "int64")]
+_CE_NONE = [_tensor("gradLoss", [64], 0.5, 2)] + _CE[1:]
+_W = _tensor("weightOptional", [4], 0.2, 3)
+_KL = [_tensor("gradOutput", [], 0.5, 2), _tensor("self", [8, 6], -3, 0), _tensor("target", [8, 6], 0.1, 1)]
+
+# (op, inputs as the file gives them, what each attribute must be, a wrong value that the data tells apart)
+ATTRIBUTE_CASES = {
+    "softmax_dim": ("SoftmaxBackward", [_tensor("gradOutput", [6, 5], -2, 2), _tensor("output", [6, 5], 0, 1),
+                                        _attr("dim", 0)], {"dim": 0}, {"dim": -1}),
+    "softmax_dim_default": ("SoftmaxBackward", [_tensor("gradOutput", [6, 5], -2, 2), _tensor("output", [6, 5], 0, 1)],
+                            {"dim": -1}, {"dim": 0}),
+    "softshrink_lambd": ("SoftshrinkBackward", _SS_NEAR + [_attr("lambd", 0.3, "fp32", "scalar")], {"lambd": 0.3},
+                         {"lambd": 0.3 * 1.05}),
+    "softshrink_lambd_unnamed": ("SoftshrinkBackward", [dict(t, name=None) for t in _SS_NEAR]
+                                 + [_attr(None, 0.3, "fp64", "scalar")], {"lambd": 0.3}, {"lambd": 0.3 * 0.95}),
+    "softshrink_lambd_default": ("SoftshrinkBackward", _SS, {"lambd": 0.5}, {"lambd": 0.5 * 0.95}),
+    "ce_reduction_sum": ("CrossEntropyLossGrad", _CE + [_attr("reduction", "sum", "string")], {"reduction": "sum"},
+                         {"reduction": "mean"}),
+    "ce_reduction_none": ("CrossEntropyLossGrad", _CE_NONE + [_attr("reduction", "none", "string")],
+                          {"reduction": "none"}, {"reduction": "mean"}),
+    "ce_reduction_default": ("CrossEntropyLossGrad", _CE, {"reduction": "mean"}, {"reduction": "sum"}),
+    "ce_ignore_index": ("CrossEntropyLossGrad", _CE + [_attr("ignoreIndex", 1)], {"ignore_index": 1},
+                        {"ignore_index": -100}),
+    "ce_ignore_index_snake": ("CrossEntropyLossGrad", _CE + [_attr("ignore_index", 2)], {"ignore_index": 2},
+                              {"ignore_index": -100}),
+    "ce_ignore_index_default": ("CrossEntropyLossGrad", _CE, {"ignore_index": -100}, {"ignore_index": 0}),
+    "ce_label_smoothing": ("CrossEntropyLossGrad", _CE + [_attr("labelSmoothing", 0.3, "fp64")],
+                           {"label_smoothing": 0.3}, {"label_smoothing": 0.0}),
+    "ce_label_smoothing_default": ("CrossEntropyLossGrad", _CE, {"label_smoothing": 0.0}, {"label_smoothing": 0.1}),
+    "ce_weight": ("CrossEntropyLossGrad", _CE + [_W], {}, {"weight": None}),
+    "ce_weight_snake": ("CrossEntropyLossGrad", _CE + [dict(_W, name="weight")], {}, {"weight": None}),
+    "kl_reduction_sum": ("KlDivBackward", _KL + [_attr("reduction", 2)], {"reduction": "sum"}, {"reduction": "mean"}),
+    "kl_reduction_batchmean": ("KlDivBackward", _KL + [_attr("reduction", 3)], {"reduction": "batchmean"},
+                               {"reduction": "mean"}),
+    "kl_reduction_default": ("KlDivBackward", _KL, {"reduction": "mean"}, {"reduction": "batchmean"}),
+    "kl_log_target": ("KlDivBackward", _KL + [_attr("logTarget", True, "bool")], {"log_target": True},
+                      {"log_target": False}),
+    "kl_log_target_snake": ("KlDivBackward", _KL + [_attr("log_target", True, "bool")], {"log_target": True},
+                            {"log_target": False}),
+    "kl_log_target_default": ("KlDivBackward", _KL, {"log_target": False}, {"log_target": True}),
+}
+
+
+def _with(case, attrs, weight=True):
+    """The case with these attributes (and without its weight, when not `weight`), for torch_golden."""
+    inputs = {k: v for k, v in case.inputs.items() if weight or k != "weight"}
+    return dataclasses.replace(case, attrs={**case.attrs, **attrs}, inputs=inputs)
+
+
+@pytest.mark.parametrize("name", list(ATTRIBUTE_CASES))
+def test_case_file_attributes_reach_the_golden(tmp_path, name):
+    aclnn, inputs, want, wrong = ATTRIBUTE_CASES[name]
+    path = tmp_path / "atk.json"
+    path.write_text(json.dumps([{"id": 0, "name": name, "aclnn_name": aclnn, "inputs": inputs}]))
+    (case,) = G.cases_from_atk(path, seed=5)
+    assert isinstance(case, G.Case), case
+    assert_golden_ok(_with(case, want))  # the golden is PyTorch's with the file's value
+    gold = next(iter(case.outputs.values())).astype(np.float64)
+    other = torch_golden(_with(case, {k: v for k, v in wrong.items() if k != "weight"}, "weight" not in wrong))
+    assert not np.allclose(gold, other, rtol=1e-6, atol=0), "the data cannot tell the wrong value apart"
+    assert_files_match_manifest(G.write_case(case, tmp_path / case.folder))
