@@ -36,11 +36,13 @@ Also the per-call overhead on a tiny tensor (1 x 8 float32): the NumPy call, and
 call (bench/overhead.cpp, built with the C++ compiler against the installed package).
 
     pip install '.[bench]'
-    python bench/bench.py [--threads N] [--reps 7] [--quick | --sweep] [--isa all|best|NAME] [--out DIR]
+    python bench/bench.py [--threads N] [--reps 7] [--quick | --sweep] [--isa all|best|NAME]
+                          [--record bench/RESULTS.md] [--json FILE] [--chart FILE]
 
-writes the "Operator benchmarks" section of DIR/RESULTS.md (the tables and the machine; the
-file's other sections stay), DIR/results.json and DIR/results.png
-(bandwidth fraction of the large sizes per operator and dtype; needs matplotlib).
+prints the tables and every target missed; --record replaces this CPU's section of a RESULTS.md ("##
+Operator benchmarks on CPU, N threads": one table per ISA path, a line per operator and dtype;
+the file's other sections stay), --json writes every row, --chart the bandwidth fraction of the
+large sizes per operator and dtype (needs matplotlib). Nothing is written unless asked.
 """
 
 from __future__ import annotations
@@ -539,52 +541,53 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def speedups(rows, attr):
+    """'lowest / median' of a speed-up over rows, or '-' where PyTorch was not timed."""
+    v = [getattr(r, attr) for r in rows if getattr(r, attr) is not None]
+    return f"{min(v):.2f} / {statistics.median(v):.2f}x" if v else "-"
+
+
 def table(rows):
-    out = [
-        "| operator | case | dtype | kernel: ours (ms) | PyTorch (ms) | speed-up | bandwidth vs copy "
-        "| end to end: ours (ms) | PyTorch (ms) | speed-up | alloc+fill (ms) | results kept: ours (ms) "
-        "| PyTorch (ms) | speed-up | alloc+fill (ms) | kernel, warm: ours (ms) | PyTorch (ms) | speed-up "
-        "| spread, end to end: ours / PyTorch (ms) | spread, kept: ours / PyTorch (ms) |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        out.append(f"| {r.op} | {r.case} | {r.dtype} | {r.ours_ms:.4f} | {fmt(r.torch_ms, '.4f')} | "
-                   f"{fmt(r.speedup, '.2f')}x | {r.bw_fraction:.0%} | {r.ours_e2e_ms:.4f} | "
-                   f"{fmt(r.torch_e2e_ms, '.4f')} | {fmt(r.speedup_e2e, '.2f')}x | {r.alloc_ms:.4f} | "
-                   f"{r.ours_keep_ms:.4f} | {fmt(r.torch_keep_ms, '.4f')} | {fmt(r.speedup_keep, '.2f')}x | "
-                   f"{r.alloc_keep_ms:.4f} | {r.ours_warm_ms:.4f} | {fmt(r.torch_warm_ms, '.4f')} | "
-                   f"{fmt(r.speedup_warm, '.2f')}x | {r.ours_e2e_iqr:.4f} / {fmt(r.torch_e2e_iqr, '.4f')} | "
-                   f"{r.ours_keep_iqr:.4f} / {fmt(r.torch_keep_iqr, '.4f')} |")
+    """One line per operator and dtype: its cases' lowest and median speed-up in each mode, and the
+    bandwidth of its large sizes (64 MiB per tensor and more); every case is in the JSON."""
+    out = ["| operator | dtype | cases | kernel | end to end | results kept | kernel, warm | bandwidth vs copy, large |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for op in dict.fromkeys(r.op for r in rows):
+        for d in DTYPES:
+            rs = [r for r in rows if r.op == op and r.dtype == d]
+            if not rs:
+                continue
+            bw = sorted({f"{r.bw_fraction:.0%}" for r in rs if is_large(r)}, key=lambda s: int(s[:-1]))
+            out.append(f"| {op} | {d} | {len(rs)} | {speedups(rs, 'speedup')} | {speedups(rs, 'speedup_e2e')} | "
+                       f"{speedups(rs, 'speedup_keep')} | {speedups(rs, 'speedup_warm')} | "
+                       f"{'–'.join(dict.fromkeys(bw[:1] + bw[-1:])) or '-'} |")
     return out
 
 
+def section_title(info):
+    """The heading of one CPU's section of RESULTS.md: a run replaces the section of its CPU and
+    thread count, and keeps the others."""
+    return f"## Operator benchmarks on {info['cpu']}, {info['threads']} threads"
+
+
 def markdown(runs, over, cover, reps):
-    """runs: [(info, rows)], one per ISA path."""
+    """runs: [(info, rows)], one per ISA path. The body of the CPU's section (its title apart)."""
     info0 = runs[0][0]
     out = [
-        f"Machine: {info0['cpu']}, {info0['cores']} cores; {info0['threads']} threads for both libraries; "
-        f"PyTorch {info0['torch'] or 'absent'}, NumPy {info0['numpy']}; {info0['date']}; "
-        f"medians of {reps} interleaved repetitions (51 for sizes under 1 MiB; results kept alive: up to 11); "
-        f"{huge_pages()}.",
-        "",
-        "Kernel: outputs preallocated (`out=`); end to end: the call allocates its result (freed after each "
-        "call, or kept alive). Speed-up = PyTorch time / ours. Bandwidth = least bytes moved / kernel time, "
-        "as a fraction of a same-size copy's. alloc+fill = `np.empty` of the output + `fill(0)`, interleaved. "
-        "Kernel, warm: the same call back to back (each library's own block of calls, 3 blocks each, medians), "
-        "as in a loop: inputs stay in cache where they fit (the interleaved calls find them evicted by the "
-        "others), threads stay awake. Spread: the interquartile range of the end-to-end times.",
+        f"{info0['cores']} cores; {info0['threads']} threads for both libraries; PyTorch {info0['torch'] or 'absent'}, "
+        f"NumPy {info0['numpy']}; {info0['date']}; medians of {reps} interleaved repetitions (51 for sizes under "
+        f"1 MiB; results kept alive: up to 11); {huge_pages()}.",
     ]
     for info, rows in runs:
-        out += ["", f"### ISA path {info['kernel_isa']} (PyTorch capability {info['torch_capability']}) on "
-                f"{info['cpu']}, {info['threads']} threads; load average {info['load_before'][0]:.2f} before, "
-                f"{info['load_after'][0]:.2f} after", ""]
+        out += ["", f"### ISA path {info['kernel_isa']} (PyTorch capability {info['torch_capability']}); load average "
+                f"{info['load_before'][0]:.2f} before, {info['load_after'][0]:.2f} after", ""]
         out += table(rows)
-        out += targets(rows)
-    out += ["", f"Per-call overhead, 1 x 8 float32 (µs per call; ISA path {runs[-1][0]['kernel_isa']}):", "",
-            "| operator | NumPy call | NumPy call, out= | two-phase C call |", "|---|---:|---:|---:|"]
-    for op, v in over.items():
-        c = "-" if cover is None else f"{cover[op] / 1e3:.3f}"
-        out.append(f"| {op} | {v['alloc_us']:.2f} | {v['out_us']:.2f} | {c} |")
+        out += targets_summary(targets(rows))
+    alloc = [v["alloc_us"] for v in over.values()]
+    out_us = [v["out_us"] for v in over.values()]
+    c = "" if cover is None else f", the two-phase C call {min(cover.values()) / 1e3:.2f}–{max(cover.values()) / 1e3:.2f} µs"
+    out += ["", f"Per-call floor, 1 x 8 float32, the five operators (ISA path {runs[-1][0]['kernel_isa']}): the NumPy "
+            f"call {min(alloc):.2f}–{max(alloc):.2f} µs (`out=`: {min(out_us):.2f}–{max(out_us):.2f} µs){c}."]
     out += overhead_targets(over, cover)
     return "\n".join(out) + "\n"
 
@@ -600,34 +603,46 @@ def is_large(r):
 
 
 def targets(rows):
-    """Markdown lines checking the targets on one ISA path: every f32/f16/bf16 row >= 1.0x PyTorch
-    (fused losses >= 1.5x), kernel (interleaved and warm) and end to end; large f32 elementwise >= 80% of the copy bandwidth;
-    end to end <= kernel + alloc+fill, and its spread (freed and kept alive) <= PyTorch's (10% margin for
-    timing noise in both)."""
+    """The targets one ISA path's rows miss, as (kind, line) pairs: every f32/f16/bf16 row >= 1.0x
+    PyTorch (fused losses >= 1.5x), kernel (interleaved and warm) and end to end; large f32 elementwise
+    >= 80% of the copy bandwidth; end to end <= kernel + alloc+fill, and its spread (freed and kept
+    alive) <= PyTorch's (10% margin for timing noise in both)."""
     short = []
     for r in rows:
         if r.dtype == "f64":
             continue
+        name = f"{r.op} {r.case} {r.dtype}"
         need = 1.5 if r.op in FUSED else 1.0
         for what, v in (("kernel", r.speedup), ("end to end", r.speedup_e2e), ("kept alive", r.speedup_keep),
                         ("kernel warm", r.speedup_warm)):
             if v is not None and v < need:
-                short.append(f"{r.op} {r.case} {r.dtype}, {what}: {v:.2f}x PyTorch (target {need:.1f}x)")
+                short.append((what, f"{name}, {what}: {v:.2f}x PyTorch (target {need:.1f}x)"))
         if r.op in ELEMENTWISE and r.dtype == "f32" and is_large(r) and r.bw_fraction < 0.8:
-            short.append(f"{r.op} {r.case} {r.dtype}: {r.bw_fraction:.0%} of the copy bandwidth (target 80%)")
+            short.append(("bandwidth", f"{name}: {r.bw_fraction:.0%} of the copy bandwidth (target 80%)"))
         if r.ours_e2e_ms > 1.1 * (r.ours_ms + r.alloc_ms) and r.ours_e2e_ms - r.ours_ms - r.alloc_ms > 0.005:
-            short.append(f"{r.op} {r.case} {r.dtype}: end to end {r.ours_e2e_ms:.3f} ms > kernel {r.ours_ms:.3f} "
-                         f"+ alloc+fill {r.alloc_ms:.3f} ms")
+            short.append(("end to end > kernel + alloc+fill", f"{name}: end to end {r.ours_e2e_ms:.3f} ms > kernel "
+                          f"{r.ours_ms:.3f} + alloc+fill {r.alloc_ms:.3f} ms"))
         for what, ours, theirs in (("end to end", r.ours_e2e_iqr, r.torch_e2e_iqr),
                                    ("kept alive", r.ours_keep_iqr, r.torch_keep_iqr)):
             if theirs is not None and ours > 1.1 * theirs and ours - theirs > 0.005:
-                short.append(f"{r.op} {r.case} {r.dtype}, {what}: spread {ours:.3f} ms > PyTorch's {theirs:.3f} ms")
-    head = "Targets (f32/f16/bf16: >= 1.0x PyTorch, fused losses >= 1.5x, kernel (both) and end to end; large f32 " \
-           "elementwise >= 80% of the copy bandwidth; end to end <= kernel + alloc+fill, its spread no wider " \
-           "than PyTorch's): "
+                short.append((f"spread {what}", f"{name}, {what}: spread {ours:.3f} ms > PyTorch's {theirs:.3f} ms"))
+    return short
+
+
+TARGET_KINDS = ("kernel", "end to end", "kept alive", "kernel warm", "bandwidth", "end to end > kernel + alloc+fill",
+                "spread end to end", "spread kept alive")
+
+
+def targets_summary(short):
+    """RESULTS.md's line for one ISA path's targets: how many rows miss each (targets() names them)."""
+    head = ("Targets (f32/f16/bf16: >= 1.0x PyTorch, fused losses >= 1.5x, kernel (both) and end to end; large f32 "
+            "elementwise >= 80% of the copy bandwidth; end to end <= kernel + alloc+fill, its spread no wider than "
+            "PyTorch's): ")
     if not short:
         return ["", head + "all met in this run."]
-    return ["", head + f"{len(short)} short in this run:", ""] + [f"- {x}" for x in short]
+    kinds = [k for k, _ in short]
+    counts = ", ".join(f"{k}: {kinds.count(k)}" for k in dict.fromkeys(sorted(kinds, key=TARGET_KINDS.index)))
+    return ["", head + f"{len(short)} short in this run ({counts}; the run prints each, its --json names them)."]
 
 
 def overhead_targets(over, cover):
@@ -721,7 +736,10 @@ def main(argv=None):
     p.add_argument("--isa", default="all",
                    help="ISA paths: all (every one this CPU has, one process each), best (this process's), "
                         "or one name (baseline, avx2, avx512)")
-    p.add_argument("--out", default=None, help="folder for RESULTS.md, results.json, results.png")
+    p.add_argument("--record", default=None, metavar="FILE",
+                   help="a RESULTS.md whose section for this CPU and thread count the run replaces (the others stay)")
+    p.add_argument("--json", default=None, metavar="FILE", help="write every row, the targets missed and the machine here")
+    p.add_argument("--chart", default=None, metavar="FILE", help="a PNG of the large sizes' bandwidth (needs matplotlib)")
     p.add_argument("--only", default=None, metavar="REGEX",
                    help="only the cases whose 'operator case dtype' matches (e.g. 'softmax.*bf16')")
     p.add_argument("--rows-json", default=None, help=argparse.SUPPRESS)  # a child's (info, rows)
@@ -739,7 +757,7 @@ def main(argv=None):
                 if isa in TORCH_CAPABILITY:
                     env["ATEN_CPU_CAPABILITY"] = TORCH_CAPABILITY[isa]
                 child = list(argv)
-                for opt in ("--out", "--isa"):  # the parent writes; the child runs its own path
+                for opt in ("--record", "--json", "--chart", "--isa"):  # the parent writes; the child runs its own path
                     if opt in child:
                         i = child.index(opt)
                         del child[i:i + 2]
@@ -756,15 +774,19 @@ def main(argv=None):
     cover = c_overhead()
     text = markdown(runs, over, cover, args.reps)
     print(text)
-    if args.out:
-        d = Path(args.out)
-        d.mkdir(parents=True, exist_ok=True)
-        replace_section(str(d / "RESULTS.md"), "## Operator benchmarks", text)  # the other sections stay
+    short = {info["kernel_isa"]: [line for _, line in targets(rows)] for info, rows in runs}
+    for isa, lines in short.items():
+        print(f"ISA path {isa}: {len(lines)} short", *(f"  {x}" for x in lines), sep="\n")
+    if args.record:
+        replace_section(args.record, section_title(runs[0][0]), text)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         info = dict(runs[-1][0], isa_paths=[i["kernel_isa"] for i, _ in runs])
         rows = [asdict(r) for _, rs in runs for r in rs]
-        (d / "results.json").write_text(json.dumps({"machine": info, "rows": rows,
-                                                    "numpy_overhead_us": over, "c_overhead_ns": cover}, indent=1))
-        chart(runs[-1][1], d / "results.png")
+        Path(args.json).write_text(json.dumps({"machine": info, "rows": rows, "short": short,
+                                               "numpy_overhead_us": over, "c_overhead_ns": cover}, indent=1))
+    if args.chart:
+        chart(runs[-1][1], args.chart)
 
 
 if __name__ == "__main__":
