@@ -22,6 +22,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--size", type=int, default=8, help="rows of each input (columns: 2x)")
+    ap.add_argument("--mapping", action="store_true", help="the calls of mapping() instead of the five forms")
     args = ap.parse_args()
     n, c = args.size, 2 * args.size
     cfg = os.path.join(args.out, "config.json")
@@ -42,7 +43,9 @@ def main():
     torch.manual_seed(0)
     d = PrecisionDebugger(config_path=cfg)
     d.start()
-    for dt in DTYPES:
+    if args.mapping:
+        mapping(name, true_grad)
+    for dt in () if args.mapping else DTYPES:
         def leaf(*shape, scale=1.0):
             return (torch.randn(*shape) * scale).to(dt).requires_grad_()
 
@@ -93,6 +96,59 @@ def main():
         true_grad("Torch.kl_div", x)  # reduction by its int code (2: sum)
     d.stop()
     d.step()
+
+
+def mapping(name, true_grad):
+    """float32 calls whose verdict depends on each argument dump-check maps, passed positionally,
+    by keyword or left to its default: data dense around ±lambd (a lambd 5 % off changes a quarter
+    of the gradient), non-last softmax dims, cross-entropy targets hitting ignore_index (-100 by
+    default: out of range for any other), weights far from 1, kl_div with every reduction."""
+
+    def around(lam, *shape):  # |x| uniform on [0.9, 1.1] * lam, either sign
+        sign = torch.where(torch.rand(*shape) < 0.5, -1.0, 1.0)
+        return (sign * lam * (0.9 + 0.2 * torch.rand(*shape))).requires_grad_()
+
+    for x, args, kw in ((around(0.5, 8, 16), (), {}), (around(0.3, 8, 16), (0.3,), {}),
+                        (around(0.3, 8, 16), (), {"lambd": 0.3})):
+        F.softshrink(x, *args, **kw).backward(torch.randn(8, 16))
+        name("Functional.softshrink")
+    with torch.no_grad():
+        y = torch.softmax(torch.randn(5, 7), 0)
+        name("Torch.softmax")
+        torch._softmax_backward_data(torch.randn(5, 7), y, 0, torch.float32)
+        name("Torch._softmax_backward_data")
+        torch._softmax_backward_data(grad_output=torch.randn(5, 7), output=y, dim=0, input_dtype=torch.float32)
+        name("Torch._softmax_backward_data")
+    x = torch.randn(5, 7, requires_grad=True)
+    F.softmax(x, dim=0).backward(torch.randn(5, 7))
+    name("Functional.softmax")
+    x = torch.randn(3, 4, 5, requires_grad=True)
+    F.softmax(x).backward(torch.randn(3, 4, 5))  # no dim: PyTorch's implicit one, 0 for 3-D
+    name("Functional.softmax")
+
+    n, c = 12, 4
+    t_default = torch.randint(0, c, (n,))
+    t_default[:3], t_default[3:6] = -100, 0
+    t3 = torch.randint(0, c, (n,))
+    t3[:3] = 3
+    w = 0.2 + 2.8 * torch.rand(c)
+    for t, args, kw, up in ((t_default, (), {}, ()), (t3, (), dict(weight=w, ignore_index=3, reduction="sum",
+                                                                  label_smoothing=0.2), ()),
+                            (t3, (w, None, 3, None, "none", 0.1), {}, (n,))):
+        x = torch.randn(n, c, requires_grad=True)
+        F.cross_entropy(x, t, *args, **kw).backward(torch.rand(up) + 0.5)
+        true_grad("Functional.cross_entropy", x)
+    p = torch.softmax(torch.randn(6, 5), -1)
+    for api, f, target, args, kw, up in (
+            ("Functional.kl_div", F.kl_div, p, (), {}, 30.0),  # mean: gradients of order one
+            ("Functional.kl_div", F.kl_div, p.log(), (), {"reduction": "batchmean", "log_target": True}, 1.0),
+            ("Functional.kl_div", F.kl_div, p, (None, None, "sum", False), {}, 1.0),
+            ("Torch.kl_div", torch.kl_div, p, (), {}, None),  # no reduction: PyTorch 2.13 computes none
+            ("Torch.kl_div", torch.kl_div, p.log(), (), {"reduction": 2, "log_target": True}, 1.0)):
+        x = torch.log_softmax(torch.randn(6, 5), -1).requires_grad_()
+        loss = f(x, target, *args, **kw)
+        loss.backward(torch.rand(loss.shape) + 0.5 if up is None else (torch.rand(()) + 0.5) * up)
+        true_grad(api, x)
 
 
 if __name__ == "__main__":

@@ -60,16 +60,20 @@ def set_output(root, m, call, tensor, kind="backward"):
     m["data"][f"{call}.{kind}"]["output"] = [rec]
 
 
-@pytest.fixture(scope="session")
-def npu_dump(made, tmp_path_factory):
-    """The dump with every cross_entropy/kl_div record set to the true input gradient."""
-    root = tmp_path_factory.mktemp("npu") / "dump"
+def npu_form(made, root):
+    """A copy of the dump at `root` with every cross_entropy/kl_div record set to the true input
+    gradient, as an NPU's fused kernel records it."""
     shutil.copytree(made / "dump", root)
     m = meta(root)
     for f in sorted((made / "true_grads").glob("*.pt")):
         set_output(root, m, f.stem, torch.load(f, weights_only=True))
     save_meta(root, m)
     return root
+
+
+@pytest.fixture(scope="session")
+def npu_dump(made, tmp_path_factory):
+    return npu_form(made, tmp_path_factory.mktemp("npu") / "dump")
 
 
 @pytest.fixture
@@ -516,3 +520,54 @@ def test_progress_line(capsys):
     p(4, "Functional.softmax.4", 5e6)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "dump-check: call 5 (Functional.softmax.4), 5 MB read" in err
+
+
+# ---- each argument dump-check maps decides the verdict -------------------------------------------
+
+# msprobe_dump.py --mapping: every call passes only when each argument is read as PyTorch took it
+# (positional, keyword or its default); the data is chosen so that any other value fails it
+MAPPED = {
+    "Functional.softshrink.0": "lambd left out: PyTorch's default 0.5, |x| within 10 % of it",
+    "Functional.softshrink.1": "lambd 0.3 positional, |x| within 10 % of it (5 % off fails)",
+    "Functional.softshrink.2": "lambd=0.3",
+    "Torch._softmax_backward_data.0": "dim 0 positional, not the last",
+    "Torch._softmax_backward_data.1": "every argument by keyword, dim=0",
+    "Functional.softmax.0": "dim=0",
+    "Functional.softmax.1": "no dim: PyTorch's implicit 0 for a 3-D input",
+    "Functional.cross_entropy.0": "defaults: mean, ignore_index -100 (targets hold it), no smoothing",
+    "Functional.cross_entropy.1": "weight, ignore_index=3, reduction='sum', label_smoothing=0.2",
+    "Functional.cross_entropy.2": "the same positionally, reduction 'none'",
+    "Functional.kl_div.0": "defaults: mean, log_target False",
+    "Functional.kl_div.1": "reduction='batchmean', log_target=True",
+    "Functional.kl_div.2": "positional: size_average, reduce None, 'sum', False",
+    "Torch.kl_div.0": "no reduction: PyTorch 2.13 computes none",
+    "Torch.kl_div.1": "reduction=2 (sum), log_target=True",
+}
+
+
+@pytest.fixture(scope="session")
+def mapping_dump(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mapping")
+    r = subprocess.run([sys.executable, str(HERE / "msprobe_dump.py"), str(out), "--mapping"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return npu_form(out, out / "npu")
+
+
+def test_every_mapped_argument_decides_the_verdict(mapping_dump, capsys):
+    code, calls, data, out, err = verdicts(capsys, mapping_dump)
+    assert set(calls) == set(MAPPED), out
+    failed = {k: (MAPPED[k], c["reason"]) for k, c in calls.items() if c["verdict"] != "pass"}
+    assert code == 0 and not failed, failed
+
+
+def test_mindspore_axis_is_dim(mapping_dump, tmp_path, capsys):
+    """MindSpore records softmax's dim as axis."""
+    root = tmp_path / "dump"
+    shutil.copytree(mapping_dump, root)
+    m = meta(root)
+    kw = m["data"]["Functional.softmax.0.forward"]["input_kwargs"]
+    kw["axis"] = kw.pop("dim")
+    save_meta(root, m)
+    code, calls, *_ = verdicts(capsys, root, "--api", "Functional.softmax.0")
+    assert code == 0 and calls["Functional.softmax.0"]["verdict"] == "pass", calls
