@@ -466,9 +466,7 @@ def test_npu_cross_entropy_loss_mapping(tmp_path, capsys):
     ((ce + z) * g_loss + z * g_z).backward()
 
     def rec(name, t):
-        torch.save(t.detach(), tdir / name)
-        return {"type": "torch.Tensor", "dtype": str(t.dtype), "shape": list(t.shape), "requires_grad": False,
-                "data_name": name}
+        return _record(tdir, name, t)
 
     call = "NPU.npu_cross_entropy_loss.0"
     data = {
@@ -571,3 +569,49 @@ def test_mindspore_axis_is_dim(mapping_dump, tmp_path, capsys):
     save_meta(root, m)
     code, calls, *_ = verdicts(capsys, root, "--api", "Functional.softmax.0")
     assert code == 0 and calls["Functional.softmax.0"]["verdict"] == "pass", calls
+
+
+def _record(tdir, name, v):
+    """msprobe's record of an argument: a tensor saved in dump_tensor_data, or a plain value."""
+    if isinstance(v, torch.Tensor):
+        torch.save(v.detach().clone(), tdir / name)
+        return {"type": "torch.Tensor", "dtype": str(v.dtype), "shape": list(v.shape), "requires_grad": False,
+                "data_name": name}
+    return {"type": type(v).__name__, "value": v}
+
+
+@pytest.mark.parametrize("ii,args,kwargs", [
+    (-100, (), {}),  # every default: mean, ignore_index -100 (targets hold it), no weight, no smoothing
+    (2, ("W", "sum", 2, 0.2), {}),  # weight, reduction, ignore_index, label_smoothing by position
+    (1, (), dict(weight="W", reduction="none", ignore_index=1, label_smoothing=0.1)),
+], ids=["defaults", "positional", "keywords"])
+def test_npu_cross_entropy_loss_arguments(tmp_path, capsys, ii, args, kwargs):
+    """torch_npu's fused cross entropy, each argument as its signature places it, on data where a
+    wrong one changes the gradient (written in msprobe's layout by hand: no NPU here)."""
+    rank = tmp_path / "dump" / "step0" / "rank0"
+    tdir = rank / "dump_tensor_data"
+    tdir.mkdir(parents=True)
+    torch.manual_seed(5)
+    n, c = 12, 4
+    w = 0.2 + 2.8 * torch.rand(c)
+    args = tuple(w if a == "W" else a for a in args)
+    kwargs = {k: w if v == "W" else v for k, v in kwargs.items()}
+    x = torch.randn(n, c, requires_grad=True)
+    t = torch.randint(0, c, (n,))
+    t[:3] = ii
+    names = ("weight", "reduction", "ignore_index", "label_smoothing")
+    given = {**dict(zip(names, args)), **kwargs}
+    loss = torch.nn.functional.cross_entropy(x, t, **given)
+    g = torch.rand(loss.shape) + 0.5
+    loss.backward(g)
+    call = "NPU.npu_cross_entropy_loss.0"
+    pos = [_record(tdir, f"{call}.forward.input.{i}.pt", v) for i, v in enumerate((x, t) + args)]
+    kw = {k: _record(tdir, f"{call}.forward.{k}.pt", v) for k, v in kwargs.items()}
+    data = {f"{call}.forward": {"input_args": pos, "input_kwargs": kw,
+                                "output": [_record(tdir, f"{call}.forward.output.0.pt", loss)]},
+            f"{call}.backward": {"input": [_record(tdir, f"{call}.backward.input.0.pt", g)],
+                                 "output": [_record(tdir, f"{call}.backward.output.0.pt", x.grad)]}}
+    (rank / "dump.json").write_text(json.dumps({"task": "tensor", "level": "L1", "framework": "pytorch",
+                                                "data": data}))
+    code, calls, *_ = verdicts(capsys, tmp_path / "dump")
+    assert code == 0 and calls[call]["verdict"] == "pass", calls
