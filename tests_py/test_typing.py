@@ -10,25 +10,36 @@ import pytest
 pytest.importorskip("mypy")
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "typed_usage.py"
+TORCH_EXAMPLE = EXAMPLE.with_name("typed_torch_usage.py")  # ascendgrad.torch's public names
 
 
-def mypy(tmp_path, *args):
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory):
+    """One cache for the module's mypy runs: each would otherwise analyse numpy and torch anew."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
+def mypy(tmp_path, cache, *args):
     # run outside the checkout, so that the installed package (py.typed, stubs) is what is checked
-    return subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), *args],
+    return subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache), *args],
                           capture_output=True, text=True, cwd=tmp_path)
 
 
-def test_user_script_passes_mypy_strict(tmp_path):
-    r = mypy(tmp_path, "--strict", str(EXAMPLE))
+@pytest.mark.parametrize("script", (EXAMPLE, TORCH_EXAMPLE), ids=lambda p: p.stem)
+def test_user_script_passes_mypy_strict(tmp_path, mypy_cache, script):
+    r = mypy(tmp_path, mypy_cache, "--strict", str(script))
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_user_script_runs(tmp_path):
-    r = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True, cwd=tmp_path)
-    assert r.returncode == 0 and "typed usage: ok" in r.stdout, r.stdout + r.stderr
+@pytest.mark.parametrize("script, ok", ((EXAMPLE, "typed usage: ok"), (TORCH_EXAMPLE, "typed torch usage: ok")),
+                         ids=lambda v: getattr(v, "stem", ""))
+def test_user_script_runs(tmp_path, script, ok):
+    r = subprocess.run([sys.executable, "-W", "error::UserWarning", str(script)], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode == 0 and ok in r.stdout, r.stdout + r.stderr
 
 
-def test_wrong_calls_are_rejected(tmp_path):
+def test_wrong_calls_are_rejected(tmp_path, mypy_cache):
     bad = tmp_path / "bad.py"
     bad.write_text(
         "import numpy as np\n"
@@ -40,7 +51,7 @@ def test_wrong_calls_are_rejected(tmp_path):
         "ascendgrad.compare(np.zeros(3), np.zeros(3), rtol='x')\n"
         "n: str = ascendgrad.get_num_threads()\n"
     )
-    r = mypy(tmp_path, "--strict", str(bad))
+    r = mypy(tmp_path, mypy_cache, "--strict", str(bad))
     assert r.returncode == 1
     for line in (4, 5, 6, 7, 8):
         assert f"bad.py:{line}: error" in r.stdout, r.stdout

@@ -217,7 +217,8 @@ class _CrossEntropy(torch.autograd.Function):
         with _PyTorchOnly():
             loss, log_prob, zloss, lse = _ce_forward(x, target, weight, reduction, ignore_index,
                                                      label_smoothing, zscale, return_zloss, fused)
-        ctx.save_for_backward(log_prob, target, weight, lse)
+        # the loss (an output, a few bytes) is saved only to tie a second derivative to this node
+        ctx.save_for_backward(log_prob, target, weight, lse, loss)
         ctx.args = (reduction, ignore_index, label_smoothing, zscale)
         ctx.mark_non_differentiable(log_prob, lse)
         if not return_zloss:
@@ -226,7 +227,7 @@ class _CrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, g: Optional[Tensor], _glp: Any, gz: Optional[Tensor], _glse: Any) -> Any:  # type: ignore[override]
-        log_prob, target, weight, lse = ctx.saved_tensors
+        log_prob, target, weight, lse, loss = ctx.saved_tensors
         reduction, ignore_index, label_smoothing, zscale = ctx.args
         if g is None:  # only the z-loss output was used
             g = torch.zeros((log_prob.shape[0],) if reduction == "none" else (), dtype=log_prob.dtype,
@@ -236,7 +237,7 @@ class _CrossEntropy(torch.autograd.Function):
         gx = _kernel(_ops.cross_entropy_loss_grad, log_prob.shape, log_prob.dtype, log_prob.device, g, log_prob,
                      target, weight, reduction=reduction, ignore_index=ignore_index,
                      label_smoothing=label_smoothing, **z)
-        return (_first_order("cross_entropy", gx, g, gz), None, None, None, None, None, None, None, None)
+        return (_first_order("cross_entropy", gx, g, gz, loss), None, None, None, None, None, None, None, None)
 
 
 def _ce_forward(x: Tensor, target: Tensor, weight: Optional[Tensor], reduction: str, ignore_index: int,
