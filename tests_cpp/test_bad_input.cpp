@@ -3,8 +3,8 @@
 // message naming the operator and the argument, and that nothing was written: every storage
 // (out's canary included) is byte-identical afterwards, workspaceSize and executor keep their
 // sentinels and no executor is left behind. Faults aclCreateTensor rejects (a view outside its
-// storage) are checked at creation (NULL + message), then as the NULL argument; a negative dim
-// is a descriptor aclCreateTensor accepts (as CANN) and phase 1 rejects.
+// storage) are checked at creation (NULL + message), then as the NULL argument; a negative dim,
+// view or storage, is a descriptor aclCreateTensor accepts (as CANN) and phase 1 rejects.
 #include <functional>
 #include <memory>
 
@@ -84,6 +84,12 @@ void tensor_rows(std::vector<Case> &rows) {
                     c.pass(arg, c.create(arg, neg, c.def(arg).dtype));
                 },
                 kInvalid, {"negative size", "in dimension"});
+            row("NegativeStorageDim",
+                [arg](Call &c) {
+                    const Shape neg_storage = {4, -2};
+                    c.pass(arg, c.create(arg, c.def(arg).shape, c.def(arg).dtype, nullptr, 0, &neg_storage));
+                },
+                kInvalid, {"negative storage size -2 in dimension 1"});
             row("NumelOverflow",
                 [arg](Call &c) {
                     const Shape huge = {int64_t(1) << 32, int64_t(1) << 32}, zero = {0, 0};
