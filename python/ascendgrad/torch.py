@@ -56,6 +56,7 @@ from .compare import STANDARDS, _strict_json
 
 __all__ = [
     "APIS",
+    "Api",
     "softmax",
     "logsigmoid",
     "softshrink",
@@ -629,7 +630,8 @@ class ascend_backward(_Mode):
 
     @property
     def counts(self) -> Dict[str, Dict[str, int]]:
-        """Per API (msprobe's name): ``{"routed": n, "<reason>": n, ...}``."""
+        """How many calls were routed, and passed through by reason, per API (msprobe's name), as
+        ``{"Functional.softmax": {"routed": n, "<reason>": n, ...}, ...}``."""
         with self._lock:
             return {k: dict(v) for k, v in self._counts.items()}
 
@@ -757,8 +759,9 @@ class _Record:
 
 
 class AutocompareReport:
-    """What :class:`autocompare` found: :attr:`calls` (one entry per call, dump-check's JSON
-    schema), :attr:`failed`, :meth:`summary`, :meth:`to_json`."""
+    """What :class:`autocompare` found: :attr:`~AutocompareReport.calls` (one entry per call,
+    dump-check's JSON schema), :attr:`~AutocompareReport.failed`, :meth:`~AutocompareReport.summary`,
+    :meth:`~AutocompareReport.to_json`."""
 
     def __init__(self, standard: str, on_fail: str, save_dir: Optional[str]) -> None:
         self.standard, self.on_fail, self.save_dir = standard, on_fail, save_dir
@@ -781,6 +784,7 @@ class AutocompareReport:
 
     @property
     def failed(self) -> List[_dc.CallResult]:
+        """The calls whose verdict is ``fail``."""
         return [c for c in self.calls if c.verdict == _dc.FAIL]
 
     @property
@@ -816,14 +820,16 @@ class AutocompareReport:
         return "\n".join(lines)
 
     def to_dict(self) -> Dict[str, Any]:
+        """``dump-check --json``'s document (standard, calls, summary) plus ``not_judged`` and
+        ``pending``."""
         d = self._result().to_dict()
         d["dump"] = None
         d["not_judged"] = self.not_judged
         d["pending"] = self.pending
         return d
 
-    def to_json(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Write :meth:`to_dict` as strict JSON (NaN and infinities as strings)."""
+    def to_json(self, path: Union[str, os.PathLike[str]]) -> None:
+        """Write :meth:`~AutocompareReport.to_dict` as strict JSON (NaN and infinities as strings)."""
         with open(path, "w", encoding="utf-8") as f:
             json.dump(_strict_json(self.to_dict()), f, indent=1, allow_nan=False)
             f.write("\n")
@@ -969,7 +975,7 @@ class autocompare(_Mode):
     _kind = "autocompare"
 
     def __init__(self, standard: str = "cann", on_fail: str = "record",
-                 save_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 save_dir: Optional[Union[str, os.PathLike[str]]] = None,
                  apis: Optional[Union[str, Sequence[str]]] = None, every: int = 1) -> None:
         super().__init__()
         if standard not in STANDARDS or standard == "dual-benchmark":
