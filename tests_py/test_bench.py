@@ -88,3 +88,21 @@ def test_table_has_a_line_per_operator_and_dtype(bench):
     lines = bench.table(rows)
     assert lines[2:] == ["| softshrink_backward | f32 | 4 | 1.00 / 2.00x | 1.00 / 1.00x | - | - | 80%–90% |",
                          "| softshrink_backward | bf16 | 1 | 0.50 / 0.50x | 1.00 / 1.00x | - | - | - |"]
+
+
+def test_train_step_bench_records_its_section(tmp_path):
+    """bench/train_step.py at the tests' size: its table replaces only its own RESULTS.md section."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\n## Training step (`bench/train_step.py`)\n\nold numbers\n\n"
+                       "## Build time\n\nkept as it is\n")
+    script = BENCH.with_name("train_step.py")
+    r = subprocess.run([sys.executable, str(script), "--size", "tiny", "--steps", "2", "--record", str(results)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = results.read_text()
+    assert "old numbers" not in text and text.endswith("## Build time\n\nkept as it is\n")
+    for dtype in ("float32", "bfloat16"):
+        assert f"| tiny | {dtype} |" in text and f"tiny, {dtype}:" in text and "µs per routed call" in text

@@ -48,7 +48,7 @@ import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import ml_dtypes
 import numpy as np
@@ -538,22 +538,40 @@ def _golden(op: str, inputs: Dict[str, NDArray[Any]], attrs: Dict[str, Any],
         raise _Rejected(f"the operator rejects it: {e}") from None
     golden = np.empty_like(kernel)
 
-    def one_slice(job: Tuple[Any, Callable[[NDArray[Any]], NDArray[Any]], Dict[str, Any]]) -> Optional[CompareReport]:
-        index, view, kw = job
-        with np.errstate(all="ignore"):  # inf and NaN inputs are cases too
-            ref = np.asarray(spec.reference(**kw), dtype=np.float64)
+    def one_slice(index: Any, view: Callable[[NDArray[Any]], NDArray[Any]], ref: NDArray[np.float64]
+                  ) -> Optional[CompareReport]:
         g_view, k_view = view(golden), view(kernel)
         g_view[index] = _round_to(ref, golden.dtype).reshape(g_view[index].shape)
         return _agree(k_view[index], g_view[index], standard)
 
-    # slices write disjoint parts of the golden; NumPy releases the GIL inside its loops
-    with ThreadPoolExecutor(max(1, _ops.get_num_threads())) as pool:
-        for bad in pool.map(one_slice, _reference_slices(op, inputs, attrs, kernel.shape)):
-            if bad is not None:
-                raise GoldenMismatchError(
-                    f"{op}: the float64 reference and the compiled kernel disagree on this case; no golden "
-                    f"is written.\n{bad}")
+    for bad in map_reference(op, inputs, attrs, kernel.shape, one_slice):
+        if bad is not None:
+            raise GoldenMismatchError(
+                f"{op}: the float64 reference and the compiled kernel disagree on this case; no golden "
+                f"is written.\n{bad}")
     return {spec.output: golden}
+
+
+_T = TypeVar("_T")
+
+
+def map_reference(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], out_shape: Tuple[int, ...],
+                  fn: Callable[[Any, Callable[[NDArray[Any]], NDArray[Any]], NDArray[np.float64]], _T]) -> Iterator[_T]:
+    """``fn(index, view, reference)`` for each slice of the operator's float64 reference, on
+    ascendgrad's thread count (NumPy releases the GIL inside its loops; slices of 2^20 elements
+    keep the reference's temporaries in cache). ``view(a)[index]`` is the slice's place in an
+    output-shaped array ``a``. Inputs may be lazy: anything with ``shape``, ``__getitem__`` and
+    ``__array__`` (e.g. a log_prob computed per slice of rows)."""
+    spec = OPS[op]
+
+    def one(job: Tuple[Any, Callable[[NDArray[Any]], NDArray[Any]], Dict[str, Any]]) -> _T:
+        index, view, kw = job
+        with np.errstate(all="ignore"):  # inf and NaN inputs are cases too
+            ref = np.asarray(spec.reference(**kw), dtype=np.float64)
+        return fn(index, view, ref)
+
+    with ThreadPoolExecutor(max(1, _ops.get_num_threads())) as pool:
+        yield from pool.map(one, _reference_slices(op, inputs, attrs, out_shape))
 
 
 # --------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import time
 import warnings
 import weakref
 from collections import Counter, defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 try:
@@ -244,22 +245,22 @@ class _CrossEntropy(torch.autograd.Function):
 def _ce_forward(x: Tensor, target: Tensor, weight: Optional[Tensor], reduction: str, ignore_index: int,
                 eps: float, zscale: float, return_zloss: bool, fused: bool) -> Tuple[Tensor, ...]:
     n, c = x.shape
-    xf = x.float() if x.dtype in _HALF else x  # half types computed in float32, rounded once
-    lse = torch.logsumexp(xf, 1)
-    lp = xf - lse[:, None]
+    # x − logsumexp(x) by PyTorch's fused kernel; half types computed in float32, rounded once
+    lp = torch.log_softmax(x, 1, dtype=torch.float32 if x.dtype in _HALF else x.dtype)
+    lse = torch.logsumexp(x.to(lp.dtype), 1) if zscale else None
     m = target != ignore_index
     bad = m & ((target < 0) | (target >= c))
     if bool(bad.any()):
         raise IndexError(f"Target {int(target[bad][0])} is out of bounds.")  # PyTorch's words
     t = torch.where(m, target, torch.zeros_like(target))
-    w = None if weight is None else weight.to(xf.dtype)
-    wt = torch.ones_like(lse) if w is None else w[t]
+    w = None if weight is None else weight.to(lp.dtype)
+    wt = torch.ones_like(lp[:, 0]) if w is None else w[t]
     li = (1.0 - eps) * wt * -lp.gather(1, t[:, None])[:, 0]
     if eps:
         li = li + (eps / c) * -(lp if w is None else lp * w).sum(1)
-    zero = torch.zeros((), dtype=xf.dtype, device=x.device)
+    zero = torch.zeros((), dtype=lp.dtype, device=x.device)
     li = torch.where(m, li, zero)
-    zi = torch.where(m, zscale * lse * lse, zero) if zscale else None
+    zi = torch.where(m, zscale * lse * lse, zero) if lse is not None else None
     if reduction == "none":
         loss, zl = li, zi
     elif reduction == "sum":
@@ -274,7 +275,7 @@ def _ce_forward(x: Tensor, target: Tensor, weight: Optional[Tensor], reduction: 
         zl = zl.reshape(1) if zl is not None else None
     empty = x.new_empty((0,))
     zloss = (zl if zl is not None else torch.zeros_like(loss)).to(x.dtype) if return_zloss else empty
-    return loss.to(x.dtype), lp.to(x.dtype), zloss, (lse.to(x.dtype) if zscale else empty)
+    return loss.to(x.dtype), lp.to(x.dtype), zloss, (lse.to(x.dtype) if lse is not None else empty)
 
 
 # --------------------------------------------------------------------------------------------
@@ -674,46 +675,70 @@ def _np(t: Tensor) -> np.ndarray:
     return asarray(t)
 
 
+class _LogSoftmaxRows:
+    """reference.log_softmax(x) of (N, C) logits, computed per slice of rows where it is read
+    by slices (:func:`ascendgrad.golden.map_reference`), whole where it is read as an array."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        self.x, self.shape = x, x.shape
+
+    def __getitem__(self, rows: Any) -> np.ndarray:
+        return reference.log_softmax(self.x[rows], -1)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return reference.log_softmax(self.x, -1)
+
+
+def _reference(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], shape: Tuple[int, ...]) -> np.ndarray:
+    """The operator's float64 reference, by slices on ascendgrad's threads."""
+    out = np.empty(shape)
+
+    def put(index: Any, view: Callable[[np.ndarray], np.ndarray], ref: np.ndarray) -> None:
+        view(out)[index] = ref.reshape(view(out)[index].shape)
+
+    for _ in _golden.map_reference(op, inputs, attrs, shape, put):
+        pass
+    return out
+
+
 def _golden_of(api: Api, attrs: Dict[str, Any], saved: Dict[str, Tensor], g: Tensor, gz: Optional[Tensor],
-               actual: np.ndarray) -> Tuple[_dc.Prepared, Dict[str, np.ndarray]]:
-    """The float64 golden of the call's input gradient, as dump-check prepares it, and the
-    inputs of its golden case (the NumPy function's keywords, in the call's dtypes)."""
+               actual: np.ndarray) -> Tuple[_dc.Prepared, Callable[[], Dict[str, np.ndarray]]]:
+    """The float64 golden of the call's input gradient, as dump-check prepares it, and a maker
+    of its golden case's inputs (the NumPy function's keywords, in the call's dtypes)."""
     x = _np(saved["input"])
     gn = _np(g)
     dt = x.dtype
     op = api.op
     if op == "softmax_backward":
         y = reference.softmax(x, attrs["dim"])
-        gold = reference.softmax_backward(gn, y, attrs["dim"])
-        case = {"grad_output": gn, "output": _golden._round_to(y, gn.dtype)}
+        gold = _reference(op, {"grad_output": gn, "output": y}, attrs, x.shape)
+        case = lambda: {"grad_output": gn, "output": _golden._round_to(y, gn.dtype)}  # noqa: E731
     elif op == "log_sigmoid_backward":
-        gold = reference.log_sigmoid_backward(gn, x)
-        case = {"grad_output": gn, "x": x}
+        gold = _reference(op, {"grad_output": gn, "x": x}, attrs, x.shape)
+        case = lambda: {"grad_output": gn, "x": x}  # noqa: E731
     elif op == "softshrink_backward":
         gold = _dc._softshrink_golden(gn, x, attrs["lambd"], actual)
-        case = {"grad_output": gn, "x": x}
+        case = lambda: {"grad_output": gn, "x": x}  # noqa: E731
     elif op == "kl_div_backward":
         t = _np(saved["target"])
-        gold = reference.kl_div_backward(gn, x, t, attrs["reduction"], attrs["log_target"])
-        case = {"grad_output": gn, "x": x, "target": t}
+        gold = _reference(op, {"grad_output": gn, "x": x, "target": t}, attrs, x.shape)
+        case = lambda: {"grad_output": gn, "x": x, "target": t}  # noqa: E731
     else:
-        t = _np(saved["target"])
-        w = _np(saved["weight"]) if "weight" in saved else None
-        zeta = attrs.get("lse_square_scale_for_zloss", 0.0)
-        gl = gn.reshape(()) if gn.size == 1 and attrs["reduction"] != "none" else gn
-        z: Dict[str, Any] = {}
-        if zeta:
-            z = {"grad_zloss": None if gz is None else _np(gz).reshape(gl.shape), "lse_for_zloss": reference.logsumexp(x, -1),
-                 "lse_square_scale_for_zloss": zeta}
-        gold = _dc._ce_golden(gl, x, t, w, attrs["reduction"], attrs["ignore_index"], attrs["label_smoothing"],
-                              api.name, **z)
-        case = {"grad_loss": gl, "log_prob": _golden._round_to(reference.log_softmax(x, -1), dt), "target": t}
-        if w is not None:
-            case["weight"] = w
-        if zeta:
-            if z["grad_zloss"] is not None:
-                case["grad_zloss"] = z["grad_zloss"]
-            case["lse_for_zloss"] = _golden._round_to(z["lse_for_zloss"], dt)
+        inputs: Dict[str, Any] = {"grad_loss": gn.reshape(()) if gn.size == 1 and attrs["reduction"] != "none" else gn,
+                                  "log_prob": _LogSoftmaxRows(x), "target": _np(saved["target"])}
+        if "weight" in saved:
+            inputs["weight"] = _np(saved["weight"])
+        if attrs.get("lse_square_scale_for_zloss"):
+            inputs["lse_for_zloss"] = reference.logsumexp(x, -1)
+            if gz is not None:
+                inputs["grad_zloss"] = _np(gz).reshape(inputs["grad_loss"].shape)
+        gold = _reference(op, inputs, attrs, x.shape)
+
+        def case() -> Dict[str, np.ndarray]:
+            c = dict(inputs, log_prob=_golden._round_to(np.asarray(inputs["log_prob"]), dt))
+            if "lse_for_zloss" in c:
+                c["lse_for_zloss"] = _golden._round_to(c["lse_for_zloss"], dt)
+            return c
     return _dc.Prepared(op, {}, attrs, gold, actual, "the gradient w.r.t. the call's input", x.shape), case
 
 
@@ -755,7 +780,7 @@ class _Record:
             return
         self._finalizer.detach()
         g, gz, self.g, self.gz = self.g, self.gz, None, None
-        self.report._judge(self, saved, gx, g, gz)
+        self.report._backward_ran(self, saved, gx, g, gz)
 
 
 class AutocompareReport:
@@ -773,12 +798,23 @@ class AutocompareReport:
         self._seconds = 0.0
         self._rank: Any = None
         self._saved_cases: List[str] = []
+        self._pool: Optional[ThreadPoolExecutor] = None  # on_fail="record": judged beside the step
+        self._futures: List[Future] = []
+        self._slots = threading.Semaphore(2)  # calls waiting for their verdict: bounded memory
+
+    def _drain(self) -> None:
+        """Wait for the verdicts still being computed (every reader does, first)."""
+        with self._lock:
+            futures, self._futures = self._futures, []
+        for f in futures:
+            f.result()
 
     # -- reading
 
     @property
     def calls(self) -> List[_dc.CallResult]:
         """Every call judged (pass / fail / not comparable), in the order the calls were made."""
+        self._drain()
         with self._lock:
             return [r for _, r in sorted(self._results, key=lambda sr: sr[0])]
 
@@ -790,18 +826,21 @@ class AutocompareReport:
     @property
     def not_judged(self) -> Dict[str, Dict[str, int]]:
         """Per API, calls seen but not judged, by reason (``every``, ``apis``, no grad, ...)."""
+        self._drain()
         with self._lock:
             return {k: dict(v) for k, v in self._not_judged.items()}
 
     @property
     def pending(self) -> int:
         """Calls whose forward ran and whose backward has not (yet)."""
+        self._drain()
         with self._lock:
             return self._pending
 
     @property
     def saved_cases(self) -> List[str]:
         """Folders written under ``save_dir`` (one per failed call)."""
+        self._drain()
         with self._lock:
             return list(self._saved_cases)
 
@@ -861,14 +900,40 @@ class AutocompareReport:
                                       "forward only: no gradient w.r.t. its input was computed before its graph "
                                       "was freed", {}, None))
 
-    def _judge(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
-               gz: Optional[Tensor]) -> None:
-        t0 = time.perf_counter()
+    def _backward_ran(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
+                      gz: Optional[Tensor]) -> None:
+        """From the input's hook: judged now when a failure is to warn or raise there; else on
+        the report's own thread while the step goes on, from host copies of the gradients
+        (autograd may write into their memory once the hook returns: a parameter's .grad)."""
         with self._lock:
             self._pending -= 1
+        if self.on_fail != "record":
+            self._judge(rec, saved, gx, g, gz)
+            return
+        gx, g, gz = (None if t is None else t.detach().to("cpu", copy=True) for t in (gx, g, gz))
+        self._slots.acquire()
+        with self._lock:
+            if self._pool is None:
+                # two calls judged at once: a step's largest calls (the losses' 2-D gradients over
+                # a vocabulary) come one after the other in its backward
+                self._pool = ThreadPoolExecutor(2, thread_name_prefix="ascendgrad-autocompare")
+                weakref.finalize(self, self._pool.shutdown, wait=False)
+            self._futures.append(self._pool.submit(self._judge, rec, saved, gx, g, gz))
+
+    def _judge(self, rec: _Record, saved: Dict[str, Tensor], gx: Optional[Tensor], g: Optional[Tensor],
+               gz: Optional[Tensor]) -> None:
+        try:
+            self._judge_now(rec, saved, gx, g, gz)  # type: ignore[arg-type]
+        finally:
+            if self.on_fail == "record":
+                self._slots.release()
+
+    def _judge_now(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
+                   gz: Optional[Tensor]) -> None:
+        t0 = time.perf_counter()
         call = _dc.Call(rec.name, rec.api.name, _dc.Rank("", None, self._rank_now()), None, None)
         actual = _np(_host(gx))
-        case: Dict[str, np.ndarray] = {}
+        case: Callable[[], Dict[str, np.ndarray]] = dict
         p: Union[_dc.Prepared, _dc.NotComparable]
         if g is None:
             p = _dc.NotComparable("no upstream gradient reached the call's output")
@@ -891,7 +956,8 @@ class AutocompareReport:
                 raise GradientMismatchError(msg)
             warnings.warn(msg, GradientMismatchWarning, stacklevel=2)
 
-    def _save(self, rec: _Record, p: _dc.Prepared, inputs: Dict[str, np.ndarray], actual: np.ndarray) -> None:
+    def _save(self, rec: _Record, p: _dc.Prepared, inputs: Callable[[], Dict[str, np.ndarray]],
+              actual: np.ndarray) -> None:
         """The failed call as a golden case folder, the backend's gradient in its ``actual/``:
         ``python -m ascendgrad golden --check DIR --actual DIR/actual`` gives the verdict again."""
         root = os.fspath(self.save_dir)  # type: ignore[arg-type]
@@ -901,7 +967,7 @@ class AutocompareReport:
         spec = _golden.OPS[rec.api.op]
         dt = actual.dtype
         attrs = {k: v for k, v in p.params.items() if any(a.name == k and a.kind == "attr" for a in spec.args)}
-        case = _golden.Case(rec.api.op, inputs, attrs, {spec.output: _golden._round_to(p.golden, dt)},
+        case = _golden.Case(rec.api.op, inputs(), attrs, {spec.output: _golden._round_to(p.golden, dt)},
                             id=rec.seq, name=rec.name, source="autocompare")
         folder = _golden.write_case(case, os.path.join(root, rec.name))
         _golden.write_case(dataclasses.replace(case, inputs={}, outputs={spec.output: actual}),
@@ -956,7 +1022,9 @@ class autocompare(_Mode):
     Args:
         standard: ``"cann"`` (default), ``"cann-v1"`` or ``"msprobe"`` (``dual-benchmark``
             needs a third-party result and is refused).
-        on_fail: ``"record"`` (default) only records; ``"warn"`` warns
+        on_fail: ``"record"`` (default) only records, judging on a thread of the report's own
+            while the step goes on (at most two calls wait for a verdict; reading the report
+            waits for them); ``"warn"`` warns
             (:class:`GradientMismatchWarning`) per failed call; ``"raise"`` raises
             :class:`GradientMismatchError` (an ``AssertionError``) out of ``backward()`` at
             the first failed call, naming it and its worst element.

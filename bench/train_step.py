@@ -1,0 +1,129 @@
+"""The cost of ascendgrad.torch in a training step: the tests' model (tests_py/torch_model.py) trained
+plain, under ascend_backward, and under autocompare with every=1 and every=10, side by side in one
+run (one step of each in turn, medians over the rounds), in float32 and bfloat16.
+
+    python bench/train_step.py [--size realistic|tiny|both] [--steps N] [--record bench/RESULTS.md]
+
+``realistic``: d_model 512, sequence 256, batch 8, vocabulary 32 k (kernels dominate);
+``tiny``: the tests' size, where Python dominates: the overhead per routed or judged call in µs.
+Targets (2 cores, realistic): ascend_backward <= 1.1x the plain step, autocompare(every=1) <= 3x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests_py"))
+sys.path.insert(0, HERE)
+import torch_model as tm  # noqa: E402
+from _cpu import cpu_model, replace_section  # noqa: E402
+
+import ascendgrad  # noqa: E402
+import ascendgrad.torch as agt  # noqa: E402
+
+SIZES = {
+    "realistic": dict(vocab=32000, d=512, batch=8, seq=256, heads=(8, 8)),
+    "tiny": dict(vocab=64, d=32, batch=4, seq=16, heads=(2, 4)),
+}
+TARGETS = {"ascend_backward": 1.1, "autocompare every=1": 3.0}
+TITLE = "## Training step (`bench/train_step.py`)"
+
+
+def run(size: str, dtype: torch.dtype, steps: int) -> dict:
+    shape = SIZES[size]
+    model, opt, batches = tm.make(seed=0, dtype=dtype, **shape)
+    data = batches(0)
+    route = agt.ascend_backward()
+    checks = {1: agt.autocompare(every=1), 10: agt.autocompare(every=10)}
+    configs = {
+        "plain": None,
+        "ascend_backward": route,
+        "autocompare every=1": checks[1],
+        "autocompare every=10": checks[10],
+    }
+    times: dict = {k: [] for k in configs}
+    for r in range(steps + 1):  # round 0 warms up
+        for name, mode in configs.items():
+            t0 = time.perf_counter()
+            if mode is None:
+                tm.step(model, opt, data)
+            else:
+                with mode:
+                    tm.step(model, opt, data)
+                if isinstance(mode, agt.autocompare):
+                    mode.report.pending  # waits for this step's verdicts: their whole cost is the step's
+            if r:
+                times[name].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    routed = sum(c.get("routed", 0) for c in route.counts.values()) / (steps + 1)
+    rep = checks[1].report
+    judged = len(rep.calls) / (steps + 1)
+    golden_s = rep.to_dict()["summary"]["seconds"] / (steps + 1)
+    assert not rep.failed and not checks[10].report.failed, rep.summary()
+    return {"size": size, "dtype": str(dtype)[6:], "median_s": med, "routed_per_step": routed,
+            "judged_per_step": judged, "golden_s_per_step": golden_s, "steps": steps}
+
+
+def markdown(rows: list, threads: int) -> str:
+    out = [TITLE, "",
+           f"{cpu_model()}, {threads} threads (torch {torch.__version__}, ascendgrad {ascendgrad.__version__}); "
+           f"medians of {rows[0]['steps']} interleaved steps per configuration. Targets at the realistic size: "
+           f"ascend_backward <= 1.1x the plain step, autocompare(every=1) <= 3x.", "",
+           "| size | dtype | plain | ascend_backward | autocompare every=1 | every=10 | golden + verdicts (every=1) |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        m = r["median_s"]
+        p = m["plain"]
+        cells = [f"{m[k] * 1e3:.1f} ms ({m[k] / p:.2f}x)" for k in
+                 ("ascend_backward", "autocompare every=1", "autocompare every=10")]
+        out.append(f"| {r['size']} | {r['dtype']} | {p * 1e3:.1f} ms | " + " | ".join(cells)
+                   + f" | {r['golden_s_per_step'] * 1e3:.1f} ms |")
+    out.append("")
+    for r in rows:
+        if r["size"] == "tiny":
+            m = r["median_s"]
+            per_routed = (m["ascend_backward"] - m["plain"]) / r["routed_per_step"] * 1e6
+            per_judged = (m["autocompare every=1"] - m["plain"]) / r["judged_per_step"] * 1e6
+            out.append(f"- tiny, {r['dtype']}: {per_routed:.0f} µs per routed call "
+                       f"({r['routed_per_step']:.0f} per step), {per_judged:.0f} µs per judged call "
+                       f"({r['judged_per_step']:.0f} per step), over the plain step.")
+    missed = [f"{r['size']} {r['dtype']} {k}: {r['median_s'][k] / r['median_s']['plain']:.2f}x > {t}x"
+              for r in rows if r["size"] == "realistic" for k, t in TARGETS.items()
+              if r["median_s"][k] / r["median_s"]["plain"] > t]
+    out.append("- targets: " + ("; ".join(missed) if missed else "all held") + ".")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", choices=("realistic", "tiny", "both"), default="both")
+    ap.add_argument("--steps", type=int, default=None, help="measured steps per configuration "
+                    "(default 5 realistic, 50 tiny)")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--record", metavar="FILE", help="replace this benchmark's section of FILE (RESULTS.md)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rows = []
+    for size in (("tiny", "realistic") if args.size == "both" else (args.size,)):
+        for dt in args.dtypes.split(","):
+            steps = args.steps or (5 if size == "realistic" else 50)
+            rows.append(run(size, getattr(torch, dt), steps))
+            print(f"{size} {dt}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in rows[-1]["median_s"].items()),
+                  flush=True)
+    text = markdown(rows, args.threads)
+    print(text)
+    if args.record:
+        replace_section(args.record, TITLE, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
