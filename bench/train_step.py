@@ -76,7 +76,7 @@ def markdown(rows: list, threads: int) -> str:
            f"{cpu_model()}, {threads} threads (torch {torch.__version__}, ascendgrad {ascendgrad.__version__}); "
            f"medians of {rows[0]['steps']} interleaved steps per configuration. Targets at the realistic size: "
            f"ascend_backward <= 1.1x the plain step, autocompare(every=1) <= 3x.", "",
-           "| size | dtype | plain | ascend_backward | autocompare every=1 | every=10 | golden + verdicts (every=1) |",
+           "| size | dtype | plain | ascend_backward | autocompare every=1 | every=10 | judging (every=1, all threads) |",
            "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         m = r["median_s"]

@@ -423,8 +423,16 @@ def test_verdicts_agree_with_compare_on_the_same_tensors(dtype, standard):
             assert call.metrics[k] == pytest.approx(v, rel=1e-12, nan_ok=True), (api, k)
 
 
+@pytest.fixture(params=("in the hook", "beside the step"))
+def where_judged(request, monkeypatch):
+    """Calls judged in the hook, or all of them on the report's threads (as large calls are)."""
+    if request.param == "beside the step":
+        monkeypatch.setattr(agt, "_BESIDE", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=lambda d: str(d)[6:])
-def test_autocompare_judges_every_call_of_the_model(dtype):
+def test_autocompare_judges_every_call_of_the_model(dtype, where_judged):
     model, opt, batches = tm.make(dtype=dtype)
     with agt.autocompare() as report:
         for s in range(3):
@@ -443,7 +451,7 @@ def test_autocompare_judges_every_call_of_the_model(dtype):
     assert d["summary"]["calls"] == len(names) and d["summary"]["pass"] == len(names)
 
 
-def test_gradients_are_bitwise_those_without_autocompare():
+def test_gradients_are_bitwise_those_without_autocompare(where_judged):
     for dtype in (torch.float32, torch.bfloat16):
         _, plain = _train(dtype, 3)
         _, tapped = _train(dtype, 3, agt.autocompare())
@@ -588,7 +596,7 @@ def test_autocompare_judges_ascendgrad_itself_under_ascend_backward():
         assert route.counts["Functional.cross_entropy"] == {"routed": 1}
 
 
-def test_memory_stays_flat_over_1000_steps():
+def test_memory_stays_flat_over_1000_steps(where_judged):
     psutil = pytest.importorskip("psutil")
     proc = psutil.Process()
     model, opt, batches = tm.make(dtype=torch.float32, d=64, seq=32)

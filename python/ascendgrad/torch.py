@@ -783,6 +783,11 @@ class _Record:
         self.report._backward_ran(self, saved, gx, g, gz)
 
 
+#: Gradients of this many elements and more are judged beside the step (on_fail="record");
+#: smaller ones in the hook, where judging costs less than handing the call to a thread.
+_BESIDE = 1 << 20
+
+
 class AutocompareReport:
     """What :class:`autocompare` found: :attr:`~AutocompareReport.calls` (one entry per call,
     dump-check's JSON schema), :attr:`~AutocompareReport.failed`, :meth:`~AutocompareReport.summary`,
@@ -902,12 +907,13 @@ class AutocompareReport:
 
     def _backward_ran(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
                       gz: Optional[Tensor]) -> None:
-        """From the input's hook: judged now when a failure is to warn or raise there; else on
-        the report's own thread while the step goes on, from host copies of the gradients
-        (autograd may write into their memory once the hook returns: a parameter's .grad)."""
+        """From the input's hook: judged now when a failure is to warn or raise there, or when
+        the call is small; else on the report's own threads while the step goes on, from host
+        copies of the gradients (autograd may write into their memory once the hook returns: a
+        parameter's .grad)."""
         with self._lock:
             self._pending -= 1
-        if self.on_fail != "record":
+        if self.on_fail != "record" or gx.numel() < _BESIDE:
             self._judge(rec, saved, gx, g, gz)
             return
         gx, g, gz = (None if t is None else t.detach().to("cpu", copy=True) for t in (gx, g, gz))
@@ -918,18 +924,17 @@ class AutocompareReport:
                 # a vocabulary) come one after the other in its backward
                 self._pool = ThreadPoolExecutor(2, thread_name_prefix="ascendgrad-autocompare")
                 weakref.finalize(self, self._pool.shutdown, wait=False)
-            self._futures.append(self._pool.submit(self._judge, rec, saved, gx, g, gz))
+            self._futures.append(self._pool.submit(self._judge_beside, rec, saved, gx, g, gz))
 
-    def _judge(self, rec: _Record, saved: Dict[str, Tensor], gx: Optional[Tensor], g: Optional[Tensor],
-               gz: Optional[Tensor]) -> None:
+    def _judge_beside(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
+                      gz: Optional[Tensor]) -> None:
         try:
-            self._judge_now(rec, saved, gx, g, gz)  # type: ignore[arg-type]
+            self._judge(rec, saved, gx, g, gz)
         finally:
-            if self.on_fail == "record":
-                self._slots.release()
+            self._slots.release()
 
-    def _judge_now(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
-                   gz: Optional[Tensor]) -> None:
+    def _judge(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
+               gz: Optional[Tensor]) -> None:
         t0 = time.perf_counter()
         call = _dc.Call(rec.name, rec.api.name, _dc.Rank("", None, self._rank_now()), None, None)
         actual = _np(_host(gx))
@@ -1023,8 +1028,8 @@ class autocompare(_Mode):
         standard: ``"cann"`` (default), ``"cann-v1"`` or ``"msprobe"`` (``dual-benchmark``
             needs a third-party result and is refused).
         on_fail: ``"record"`` (default) only records, judging on a thread of the report's own
-            while the step goes on (at most two calls wait for a verdict; reading the report
-            waits for them); ``"warn"`` warns
+            while the step goes on (gradients of 2^20 elements and more; at most two calls
+            wait for a verdict; reading the report waits for them); ``"warn"`` warns
             (:class:`GradientMismatchWarning`) per failed call; ``"raise"`` raises
             :class:`GradientMismatchError` (an ``AssertionError``) out of ``backward()`` at
             the first failed call, naming it and its worst element.
