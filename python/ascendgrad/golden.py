@@ -570,8 +570,12 @@ def map_reference(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], out_sh
             ref = np.asarray(spec.reference(**kw), dtype=np.float64)
         return fn(index, view, ref)
 
+    jobs = _reference_slices(op, inputs, attrs, out_shape)
+    if math.prod(out_shape) <= _CHUNK:  # one slice: no thread to start
+        yield from map(one, jobs)
+        return
     with ThreadPoolExecutor(max(1, _ops.get_num_threads())) as pool:
-        yield from pool.map(one, _reference_slices(op, inputs, attrs, out_shape))
+        yield from pool.map(one, jobs)
 
 
 # --------------------------------------------------------------------------------------------
