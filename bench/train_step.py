@@ -72,8 +72,8 @@ def run(size: str, dtype: torch.dtype, steps: int) -> dict:
 
 
 def markdown(rows: list, threads: int) -> str:
-    out = [TITLE, "",
-           f"{cpu_model()}, {threads} threads (torch {torch.__version__}, ascendgrad {ascendgrad.__version__}); "
+    """The section's body (its title apart)."""
+    out = [f"{cpu_model()}, {threads} threads (torch {torch.__version__}, ascendgrad {ascendgrad.__version__}); "
            f"medians of {rows[0]['steps']} interleaved steps per configuration. Targets at the realistic size: "
            f"ascend_backward <= 1.1x the plain step, autocompare(every=1) <= 3x.", "",
            "| size | dtype | plain | ascend_backward | autocompare every=1 | every=10 | judging (every=1, all threads) |",
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
             print(f"{size} {dt}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in rows[-1]["median_s"].items()),
                   flush=True)
     text = markdown(rows, args.threads)
-    print(text)
+    print(f"{TITLE}\n\n{text}")
     if args.record:
         replace_section(args.record, TITLE, text)
     return 0
