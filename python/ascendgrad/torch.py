@@ -123,16 +123,9 @@ def _first_order(name: str, result: Tensor, *deps: Optional[Tensor]) -> Tensor:
     return result
 
 
-class _PyTorchOnly:
-    """Inside a forward: PyTorch's own functions, unseen by any TorchFunctionMode (ours or a
-    user's), so that the call is seen once, as the operator it is."""
-
-    def __enter__(self) -> None:
-        self._cm = torch._C.DisableTorchFunction()
-        self._cm.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        self._cm.__exit__(*exc)
+#: Inside a forward: PyTorch's own functions, unseen by any TorchFunctionMode (ours or a user's),
+#: so that the call is seen once, as the operator it is.
+_PyTorchOnly = torch._C.DisableTorchFunction
 
 
 class _Softmax(torch.autograd.Function):
@@ -448,10 +441,6 @@ def _stack() -> List["_Mode"]:
     return s
 
 
-def _compiling() -> bool:
-    return bool(torch.compiler.is_compiling())
-
-
 class _Mode(TorchFunctionMode):
     _kind = ""
 
@@ -482,7 +471,7 @@ class _Mode(TorchFunctionMode):
 
     def _not_now(self) -> Optional[str]:
         """Why no call can be routed or checked right now (warned once per mode)."""
-        if _compiling():
+        if torch.compiler.is_compiling():
             self._warn_once("compile", "calls inside torch.compile are traced once and run PyTorch's kernels; "
                                        "they are passed through, counted as 'torch.compile'")
             return "torch.compile"
@@ -671,10 +660,6 @@ class GradientMismatchWarning(UserWarning):
     """A backend's gradient failed the precision standard (``autocompare(on_fail="warn")``)."""
 
 
-def _np(t: Tensor) -> np.ndarray:
-    return asarray(t)
-
-
 class _LogSoftmaxRows:
     """reference.log_softmax(x) of (N, C) logits, computed per slice of rows where it is read
     by slices (:func:`ascendgrad.golden.map_reference`), whole where it is read as an array."""
@@ -705,8 +690,8 @@ def _golden_of(api: Api, attrs: Dict[str, Any], saved: Dict[str, Tensor], g: Ten
                actual: np.ndarray) -> Tuple[_dc.Prepared, Callable[[], Dict[str, np.ndarray]]]:
     """The float64 golden of the call's input gradient, as dump-check prepares it, and a maker
     of its golden case's inputs (the NumPy function's keywords, in the call's dtypes)."""
-    x = _np(saved["input"])
-    gn = _np(g)
+    x = asarray(saved["input"])
+    gn = asarray(g)
     dt = x.dtype
     op = api.op
     if op == "softmax_backward":
@@ -720,18 +705,18 @@ def _golden_of(api: Api, attrs: Dict[str, Any], saved: Dict[str, Tensor], g: Ten
         gold = _dc._softshrink_golden(gn, x, attrs["lambd"], actual)
         case = lambda: {"grad_output": gn, "x": x}  # noqa: E731
     elif op == "kl_div_backward":
-        t = _np(saved["target"])
+        t = asarray(saved["target"])
         gold = _reference(op, {"grad_output": gn, "x": x, "target": t}, attrs, x.shape)
         case = lambda: {"grad_output": gn, "x": x, "target": t}  # noqa: E731
     else:
         inputs: Dict[str, Any] = {"grad_loss": gn.reshape(()) if gn.size == 1 and attrs["reduction"] != "none" else gn,
-                                  "log_prob": _LogSoftmaxRows(x), "target": _np(saved["target"])}
+                                  "log_prob": _LogSoftmaxRows(x), "target": asarray(saved["target"])}
         if "weight" in saved:
-            inputs["weight"] = _np(saved["weight"])
+            inputs["weight"] = asarray(saved["weight"])
         if attrs.get("lse_square_scale_for_zloss"):
             inputs["lse_for_zloss"] = reference.logsumexp(x, -1)
             if gz is not None:
-                inputs["grad_zloss"] = _np(gz).reshape(inputs["grad_loss"].shape)
+                inputs["grad_zloss"] = asarray(gz).reshape(inputs["grad_loss"].shape)
         gold = _reference(op, inputs, attrs, x.shape)
 
         def case() -> Dict[str, np.ndarray]:
@@ -937,7 +922,7 @@ class AutocompareReport:
                gz: Optional[Tensor]) -> None:
         t0 = time.perf_counter()
         call = _dc.Call(rec.name, rec.api.name, _dc.Rank("", None, self._rank_now()), None, None)
-        actual = _np(_host(gx))
+        actual = asarray(_host(gx))
         case: Callable[[], Dict[str, np.ndarray]] = dict
         p: Union[_dc.Prepared, _dc.NotComparable]
         if g is None:
