@@ -15,6 +15,7 @@
 #endif
 
 #include "cross_entropy_loss_grad.h"
+#include "judge.h"
 #include "kl_div_backward.h"
 #include "logsigmoid_backward.h"
 #include "softmax_backward.h"
@@ -119,6 +120,10 @@ bool set_isa(Isa isa) {
 
 void softmax_backward(const View &g, const View &y, int dim, const View &out) {
     AG_CALL(softmax_backward_kernel, g, y, dim, out);
+}
+
+JudgeStats judge_metrics(const View &actual, const double *golden, const JudgeParams &p) {
+    return AG_CALL(judge_metrics_kernel, actual, golden, p);
 }
 
 void log_sigmoid_backward(const View &g, const View &x, const View &out) {

@@ -8,6 +8,7 @@ void bind_logsigmoid_backward(py::module_ &m, py::module_ &raw);
 void bind_softshrink_backward(py::module_ &m, py::module_ &raw);
 void bind_cross_entropy_loss_grad(py::module_ &m, py::module_ &raw);
 void bind_kl_div_backward(py::module_ &m, py::module_ &raw);
+void bind_judge(py::module_ &m);
 }  // namespace agpy
 
 PYBIND11_MODULE(_core, m) {
@@ -19,4 +20,5 @@ PYBIND11_MODULE(_core, m) {
     agpy::bind_softshrink_backward(m, raw);
     agpy::bind_cross_entropy_loss_grad(m, raw);
     agpy::bind_kl_div_backward(m, raw);
+    agpy::bind_judge(m);
 }

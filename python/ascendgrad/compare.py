@@ -83,7 +83,7 @@ from numpy.typing import ArrayLike, NDArray
 from . import _args, _files
 from ._interop import asarray
 
-__all__ = ["compare", "CompareReport", "Check", "Criterion", "Mismatch", "Standard", "STANDARDS",
+__all__ = ["compare", "compare_numpy", "CompareReport", "Check", "Criterion", "Mismatch", "Standard", "STANDARDS",
            "DEFAULT_STANDARD", "CRITERIA", "ULP_EDGES", "ulp_distance", "ulp_of", "load"]
 
 _F64 = NDArray[np.float64]
@@ -578,6 +578,33 @@ def compare(
             ``benchmark``, overrides with a standard other than ``cann``, an unsupported dtype.
         TypeError: a non-numeric input.
     """
+    from .judge import compare_arrays  # the one judge (compiled, by slices on every thread)
+
+    return compare_arrays(
+        actual, expected, standard=standard, benchmark=benchmark, level=level, dtype=dtype, rtol=rtol,
+        atol=atol, max_fraction=max_fraction, max_abs=max_abs, max_ratio=max_ratio, equal_nan=equal_nan,
+        worst=worst)[0]
+
+
+def compare_numpy(
+    actual: ArrayLike,
+    expected: ArrayLike,
+    *,
+    standard: str = DEFAULT_STANDARD,
+    benchmark: Optional[ArrayLike] = None,
+    level: Optional[str] = None,
+    dtype: Any = None,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+    max_fraction: Optional[float] = None,
+    max_abs: Optional[float] = None,
+    max_ratio: Optional[float] = None,
+    equal_nan: bool = True,
+    worst: int = 5,
+) -> CompareReport:
+    """:func:`compare` computed by NumPy alone, element arrays and all: the standards as written
+    (the tests' oracle for :mod:`ascendgrad.judge`, and what ``dual-benchmark`` runs). Same
+    arguments, same report; several times slower and larger in memory."""
     return _compare_scored(
         actual, expected, standard=standard, benchmark=benchmark, level=level, dtype=dtype, rtol=rtol,
         atol=atol, max_fraction=max_fraction, max_abs=max_abs, max_ratio=max_ratio, equal_nan=equal_nan,
