@@ -5,7 +5,7 @@ type is a one-line ``TypeError`` naming the argument, as in the compiled NumPy A
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 
 def _is_real(value: Any) -> bool:
@@ -52,3 +52,10 @@ def boolean(value: Any, name: str) -> bool:
     if not isinstance(value, bool) and type(value).__name__ != "bool_":
         raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
     return bool(value)
+
+
+def shape_arg(text: Optional[str]) -> Optional[Tuple[int, ...]]:
+    if text is None:
+        return None
+    parts = text.replace("x", ",").replace("(", "").replace(")", "").split(",")
+    return tuple(int(s) for s in parts if s.strip())

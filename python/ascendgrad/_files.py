@@ -6,6 +6,7 @@ and what it should have been, never the parser's own exception (a traceback, or 
 from __future__ import annotations
 
 import json
+import math
 import os
 import zipfile
 import zlib
@@ -83,3 +84,14 @@ def read_npz(path: str, names: Optional[Sequence[str]] = None,
     if missing:
         raise ValueError(f"{path} has no array {missing[0]!r}; it has {', '.join(files)}")
     return arrays
+
+
+def strict_json(v: Any) -> Any:
+    """JSON without Infinity/NaN literals (which strict parsers reject): as strings."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: strict_json(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [strict_json(x) for x in v]
+    return v

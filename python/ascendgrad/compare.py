@@ -854,26 +854,8 @@ def _add_arguments(p: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the report(s) as JSON")
 
 
-def _shape_arg(text: Optional[str]) -> Optional[Tuple[int, ...]]:
-    if text is None:
-        return None
-    parts = text.replace("x", ",").replace("(", "").replace(")", "").split(",")
-    return tuple(int(s) for s in parts if s.strip())
-
-
-def _strict_json(v: Any) -> Any:
-    """JSON without Infinity/NaN literals (which strict parsers reject): as strings."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    if isinstance(v, dict):
-        return {k: _strict_json(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_strict_json(x) for x in v]
-    return v
-
-
 def _pairs(args: Any) -> Tuple[Dict[str, Tuple[np.ndarray, ...]], List[str]]:
-    shape = _shape_arg(args.shape)
+    shape = _args.shape_arg(args.shape)
     files = [args.actual, args.expected] + ([args.benchmark] if args.benchmark else [])
     loaded = [load(f, key=args.key, dtype=args.dtype, shape=shape) for f in files]
     if all(len(d) == 1 for d in loaded):
@@ -928,7 +910,7 @@ def _run(args: Any) -> int:
         print(f"compare: {k!r} is not in every file; not compared", file=sys.stderr)
     if args.json:
         data = {k: r.to_dict() for k, r in reports.items()}
-        print(json.dumps(_strict_json(data[""] if list(data) == [""] else data), indent=1))
+        print(json.dumps(_files.strict_json(data[""] if list(data) == [""] else data), indent=1))
     else:
         print("\n\n".join((f"[{k}]\n" if k else "") + str(r) for k, r in reports.items()))
     return 0 if all(reports.values()) else 1

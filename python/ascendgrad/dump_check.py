@@ -58,15 +58,15 @@ import os
 import re
 import sys
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _files, reference
-from .compare import DEFAULT_STANDARD, STANDARDS, CompareReport, _compare_scored, _strict_json
+from . import _files, judge, reference
+from .compare import DEFAULT_STANDARD, STANDARDS, CompareReport
 
-__all__ = ["DumpError", "CallResult", "find_ranks", "check_dump", "main"]
+__all__ = ["DumpError", "NotComparable", "CallResult", "Prepared", "Call", "Rank", "DumpResult", "find_ranks",
+           "check_dump", "check_call", "judge_prepared", "run_task", "table", "rank_table", "plot_ranks", "main"]
 
 PASS, FAIL, NC = "pass", "fail", "not comparable"
 
@@ -296,15 +296,32 @@ class Internal(NamedTuple):
 
 @dataclasses.dataclass
 class Prepared:
+    """One call ready to judge: what its golden needs (``gold_inputs``, the NumPy function's
+    keywords, and ``params``), the recorded gradient, and the internal-node gradients it may be."""
+
     op: str  # the ascendgrad function
     inputs: Dict[str, np.ndarray]  # arrays the reproduction needs
-    params: Dict[str, Any]  # scalars the reproduction needs
-    golden: np.ndarray  # float64 input gradient
+    params: Dict[str, Any]  # scalars the reproduction needs (and the golden's attributes)
+    gold_inputs: Dict[str, Any]  # the golden's inputs (cross entropy: log_prob per slice of rows)
     dumped: Optional[np.ndarray]  # the recorded input gradient (None: not recorded)
     dumped_what: str
     input_shape: Tuple[int, ...]
     other_records: List[Tuple[str, np.ndarray]] = dataclasses.field(default_factory=list)
     internal: List[Internal] = dataclasses.field(default_factory=list)
+    _golden: Optional[np.ndarray] = None
+
+    @property
+    def golden(self) -> np.ndarray:
+        """The float64 input gradient (computed on first use, by slices; softshrink's nearest-λ
+        rule against the recorded gradient, as :func:`ascendgrad.judge.softshrink_golden`)."""
+        if self._golden is None:
+            attrs = {k: v for k, v in self.params.items() if k != "lse_square_scale_for_zloss" or v}
+            if self.op == "softshrink_backward":
+                self._golden = judge.softshrink_golden(self.gold_inputs["grad_output"], self.gold_inputs["x"],
+                                                       attrs["lambd"], self.dumped)
+            else:
+                self._golden = judge.golden(self.op, self.gold_inputs, attrs, self.input_shape)
+        return self._golden
 
 
 def _dim(dim: Any, ndim: int, api: str) -> int:
@@ -353,8 +370,11 @@ def _softmax(api: str, fwd: Dict[str, Any], bwd: Dict[str, Any], reader: Reader)
     g, dumped, others = _grad_records(bwd, reader, api)
     if g.shape != y.shape:
         raise NotComparable(f"{api}: upstream gradient of shape {list(g.shape)} is not the output's {list(y.shape)}")
-    return Prepared("softmax_backward", {"grad_output": g, "output": y}, {"dim": dim},
-                    reference.softmax_backward(g, y, dim), dumped, "backward output[0]", shape, others)
+    if g.shape != y.shape or len(shape) != y.ndim:
+        raise NotComparable(f"{api}: output {list(y.shape)} is not the input's shape {list(shape)}")
+    inputs = {"grad_output": g, "output": y}
+    return Prepared("softmax_backward", inputs, {"dim": dim % max(y.ndim, 1)}, inputs, dumped, "backward output[0]",
+                    shape, others)
 
 
 def _softmax_backward_data(api: str, fwd: Dict[str, Any], reader: Reader) -> Prepared:
@@ -366,8 +386,9 @@ def _softmax_backward_data(api: str, fwd: Dict[str, Any], reader: Reader) -> Pre
     dim = _dim(a.value("dim"), y.ndim, api)
     rec = _out(fwd, "output", 0)
     dumped = reader.tensor(rec, f"{api} forward output[0]") if rec is not None else None
-    return Prepared("softmax_backward", {"grad_output": g, "output": y}, {"dim": dim},
-                    reference.softmax_backward(g, y, dim), dumped, "forward output[0]", y.shape)
+    inputs = {"grad_output": g, "output": y}
+    return Prepared("softmax_backward", inputs, {"dim": dim % max(y.ndim, 1)}, inputs, dumped, "forward output[0]",
+                    y.shape)
 
 
 def _elementwise(op: str) -> Callable[[str, Dict[str, Any], Dict[str, Any], Reader], Prepared]:
@@ -382,27 +403,12 @@ def _elementwise(op: str) -> Callable[[str, Dict[str, Any], Dict[str, Any], Read
             lambd = a.value("lambd", 0.5)
             if not isinstance(lambd, (int, float)) or isinstance(lambd, bool) or not lambd >= 0:
                 raise NotComparable(f"{api}: lambd {lambd!r} is not a number >= 0")
-            golden = _softshrink_golden(g, x, float(lambd), dumped)
-            return Prepared(op, {"grad_output": g, "x": x}, {"lambd": float(lambd)}, golden, dumped,
-                            "backward output[0]", x.shape, others)
-        return Prepared(op, {"grad_output": g, "x": x}, {}, reference.log_sigmoid_backward(g, x), dumped,
-                        "backward output[0]", x.shape, others)
+            inputs = {"grad_output": g, "x": x}
+            return Prepared(op, inputs, {"lambd": float(lambd)}, inputs, dumped, "backward output[0]", x.shape, others)
+        inputs = {"grad_output": g, "x": x}
+        return Prepared(op, inputs, {}, inputs, dumped, "backward output[0]", x.shape, others)
 
     return prep
-
-
-def _softshrink_golden(g: np.ndarray, x: np.ndarray, lambd: float, dumped: Optional[np.ndarray]) -> np.ndarray:
-    """The golden gradient; where |x| lies between λ and λ rounded to x's dtype (PyTorch compares
-    with the rounded λ, the aclnn API takes λ as float32) either answer is right: the one nearer
-    the dumped value is taken."""
-    golden = reference.softshrink_backward(g, x, lambd)
-    lam_dt = float(np.asarray(lambd, dtype=np.float64).astype(x.dtype))
-    if lam_dt == lambd or dumped is None or dumped.shape != golden.shape:
-        return golden
-    alt = reference.softshrink_backward(g, x, lam_dt)
-    d = dumped.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        return np.where(np.abs(d - alt) < np.abs(d - golden), alt, golden)
 
 
 def _ce_args(a: Args, reader: Reader, api: str) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray], str, int, float]:
@@ -427,12 +433,27 @@ def _ce_args(a: Args, reader: Reader, api: str) -> Tuple[np.ndarray, np.ndarray,
     return x, t, w, str(red), int(ii), float(eps)
 
 
-def _ce_golden(g: np.ndarray, x: np.ndarray, t: np.ndarray, w: Optional[np.ndarray], red: str, ii: int,
-               eps: float, api: str, **zloss: Any) -> np.ndarray:
-    try:
-        return reference.cross_entropy_loss_grad(g, reference.log_softmax(x, -1), t, w, red, ii, eps, **zloss)
+def _ce_gold_inputs(g: np.ndarray, x: np.ndarray, t: np.ndarray, w: Optional[np.ndarray], red: str, ii: int,
+                    eps: float, api: str, **zloss: Any) -> Dict[str, Any]:
+    """The golden's inputs: log_softmax(x) per slice of rows; the arguments checked here (a
+    target out of range, a wrong shape) as the reference checks them."""
+    gl = g.reshape(()) if g.size == 1 and red != "none" else g
+    inputs: Dict[str, Any] = {"grad_loss": gl, "log_prob": judge.LogSoftmaxRows(x), "target": t,
+                              **({"weight": w} if w is not None else {}),
+                              **{k: v for k, v in zloss.items() if k != "lse_square_scale_for_zloss" and v is not None}}
+    try:  # the reference's checks on a row: the same messages, without the whole golden
+        reference.cross_entropy_loss_grad(gl if red != "none" else gl[:1], reference.log_softmax(x[:1], -1),
+                                          t[:1], w, red, ii, eps, **{k: (v[:1] if k in ("grad_zloss", "lse_for_zloss")
+                                                                      and v is not None and np.ndim(v) else v)
+                                                                  for k, v in zloss.items()})
+        if x.shape[0] != t.shape[0]:
+            raise ValueError(f"target has {t.shape[0]} rows, input has {x.shape[0]}")
+        if t.size and (np.any((t != ii) & ((t < 0) | (t >= x.shape[1])))):
+            bad = int(t[(t != ii) & ((t < 0) | (t >= x.shape[1]))][0])
+            raise ValueError(f"target {bad} is out of range [0, {x.shape[1]})")
     except ValueError as e:
         raise NotComparable(f"{api}: {e}") from None
+    return inputs
 
 
 def _cross_entropy(api: str, fwd: Dict[str, Any], bwd: Dict[str, Any], reader: Reader) -> Prepared:
@@ -440,10 +461,10 @@ def _cross_entropy(api: str, fwd: Dict[str, Any], bwd: Dict[str, Any], reader: R
                    "label_smoothing"), api)
     x, t, w, red, ii, eps = _ce_args(a, reader, api)
     g, dumped, others = _grad_records(bwd, reader, api)
-    golden = _ce_golden(g, x, t, w, red, ii, eps, api)
+    gold = _ce_gold_inputs(g, x, t, w, red, ii, eps, api)
     inputs = {"grad_loss": g, "x": x, "target": t, **({"weight": w} if w is not None else {})}
     p = Prepared("cross_entropy_loss_grad", inputs, {"reduction": red, "ignore_index": ii, "label_smoothing": eps},
-                 golden, dumped, "backward output[0]", x.shape, others)
+                 gold, dumped, "backward output[0]", x.shape, others)
     # the gradient at PyTorch's internal NLL node, w.r.t. log_softmax(input): -s_i*w[t_i]*onehot
     n, c = x.shape
     ww = np.ones(c) if w is None else w.astype(np.float64)
@@ -492,13 +513,14 @@ def _kl_div(api: str, fwd: Dict[str, Any], bwd: Dict[str, Any], reader: Reader) 
         raise NotComparable(f"{api}: log_target {lt!r} is not a bool")
     g, dumped, others = _grad_records(bwd, reader, api)
     try:
-        golden = reference.kl_div_backward(g, x, t, code, lt)
-        shape = np.broadcast_shapes(x.shape, t.shape)
+        shape = np.broadcast_shapes(x.shape, t.shape)  # the reference's checks, without its golden
+        if np.broadcast_shapes(g.shape, shape) != shape:
+            raise ValueError(f"shape of gradOutput must broadcast to {list(shape)}, but current is {list(g.shape)}")
     except ValueError as e:
         raise NotComparable(f"{api}: {e}") from None
     name = {0: "none", 1: "mean", 2: "sum", 3: "batchmean"}[code]
     inputs = {"grad_output": g, "x": x, "target": t}
-    p = Prepared("kl_div_backward", inputs, {"reduction": name, "log_target": lt}, golden, dumped,
+    p = Prepared("kl_div_backward", inputs, {"reduction": name, "log_target": lt}, inputs, dumped,
                  "backward output[0]", x.shape, others)
     c = float(reference._kl_scale(code, shape))  # type: ignore[no-untyped-call]
     gc = np.broadcast_to(g.astype(np.float64), shape) * c
@@ -539,10 +561,10 @@ def _npu_cross_entropy_loss(api: str, fwd: Dict[str, Any], bwd: Dict[str, Any], 
         zl = {"grad_zloss": gz, "lse_for_zloss": reference.logsumexp(x, -1), "lse_square_scale_for_zloss": float(zeta)}
         if gz is not None:
             inputs["grad_zloss"] = gz
-    golden = _ce_golden(g, x, t, w, red, ii, eps, api, **zl)
+    gold = _ce_gold_inputs(g, x, t, w, red, ii, eps, api, **zl)
     return Prepared("cross_entropy_loss_grad", inputs,
                     {"reduction": red, "ignore_index": ii, "label_smoothing": eps,
-                     "lse_square_scale_for_zloss": float(zeta)}, golden, dumped, "backward output[0]", x.shape, others)
+                     "lse_square_scale_for_zloss": float(zeta)}, gold, dumped, "backward output[0]", x.shape, others)
 
 
 _BACKWARD_OPS: Dict[str, Callable[[str, Dict[str, Any], Dict[str, Any], Reader], Prepared]] = {
@@ -624,25 +646,24 @@ def _prepare(call: Call, reader: Reader) -> Prepared:
     return _BACKWARD_OPS[call.api](call.name, call.fwd, call.bwd, reader)
 
 
-def _internal_match(p: Prepared, standard: str, closer: bool = False) -> Optional[str]:
+def _internal_match(p: Prepared, standard: str, to_golden: Optional[float] = None) -> Optional[str]:
     """Which known internal-node gradient one of the records matches (under the standard), if any.
-    ``closer``: for a record that passed, only one at least 4 times nearer the internal-node
-    gradient than the golden (tiny gradients, all within the tolerance, cannot tell them apart)."""
+    ``to_golden`` (the largest error of a record that passed): only one at least 4 times nearer
+    the internal-node gradient than the golden (tiny gradients, all within the tolerance, cannot
+    tell them apart)."""
     records = ([(p.dumped_what, p.dumped)] if p.dumped is not None else []) + \
         [(f"backward {w}", v) for w, v in p.other_records]
     for where, rec in records:
         for cand in p.internal:
             if rec.shape != cand.value.shape:
                 continue
-            if closer:
-                r = rec.astype(np.float64)
+            if to_golden is not None:
                 with np.errstate(invalid="ignore"):
-                    to_golden, to_cand = np.nanmax(np.abs(r - p.golden), initial=0.0), \
-                        np.nanmax(np.abs(r - cand.value), initial=0.0)
+                    to_cand = np.nanmax(np.abs(rec.astype(np.float64) - cand.value), initial=0.0)
                 if not to_cand * 4 < to_golden:
                     continue
             try:
-                if _compare_scored(rec, cand.value, standard=standard, worst=0, ulp_stats=False)[0].passed:
+                if judge.compare_arrays(rec, cand.value, standard=standard, worst=0, ulp_stats=False)[0].passed:
                     return f"the record ({where}) is {cand.what}, as msprobe writes it on CPU"
             except ValueError:  # e.g. a dtype no standard has thresholds for
                 continue
@@ -656,11 +677,13 @@ def check_call(call: Call, reader: Reader, standard: str, want_score: bool = Fal
         p: Union[Prepared, NotComparable] = _prepare(call, reader)
     except NotComparable as e:
         p = e
-    return _judge(call, p, standard, want_score)
+    return judge_prepared(call, p, standard, want_score)
 
 
-def _judge(call: Call, p: Union[Prepared, NotComparable], standard: str, want_score: bool
-           ) -> Tuple[CallResult, Optional[Prepared], Optional[np.ndarray]]:
+def judge_prepared(call: Call, p: Union[Prepared, NotComparable], standard: str, want_score: bool = False
+                   ) -> Tuple[CallResult, Optional[Prepared], Optional[np.ndarray]]:
+    """The verdict on a prepared call (or the reason it cannot be judged): (result, prepared or
+    None, per-element score or None). The golden and the metrics: :func:`ascendgrad.judge.judge_op`."""
     step, rank = call.rank.step, call.rank.rank
     if isinstance(p, NotComparable):
         return CallResult(call.name, step, rank, None, None, NC, str(p), {}, None), None, None
@@ -673,14 +696,20 @@ def _judge(call: Call, p: Union[Prepared, NotComparable], standard: str, want_sc
     if p.dumped.dtype.kind != "f" and dt != "bfloat16":
         return CallResult(call.name, step, rank, dt, shape, NC, f"the recorded gradient is {dt}, not a float",
                           {}, None), p, None
-    if tuple(p.dumped.shape) != tuple(p.golden.shape):
+    if tuple(p.dumped.shape) != tuple(p.input_shape):
         why = (f"the record ({p.dumped_what}) has shape {list(p.dumped.shape)}, not the input's "
-               f"{list(p.golden.shape)}")
+               f"{list(p.input_shape)}")
         hint = _internal_match(p, standard)
         return CallResult(call.name, step, rank, dt, shape, NC, why + ("; " + hint if hint else ""), {}, None), p, None
-    report, score = _compare_scored(p.dumped, p.golden, standard=standard, worst=1, ulp_stats=False)
+    attrs = {k: v for k, v in p.params.items() if k != "lse_square_scale_for_zloss" or v}
+    try:
+        with np.errstate(all="ignore"):
+            report, _, score = judge.judge_op(p.op, p.gold_inputs, attrs, p.dumped, standard=standard, worst=1,
+                                              want_score=want_score)
+    except ValueError as e:  # the reference refuses the call's arguments
+        return CallResult(call.name, step, rank, dt, shape, NC, f"{call.name}: {e}", {}, None), p, None
     worst = _worst(report)
-    hint = _internal_match(p, standard, closer=True) if report.passed and p.internal else None
+    hint = _internal_match(p, standard, report.max_abs_err) if report.passed and p.internal else None
     if hint:
         return CallResult(call.name, step, rank, dt, shape, NC,
                           f"{hint}: it passes only because its values are within the standard's absolute "
@@ -719,64 +748,220 @@ class DumpResult:
     calls: List[CallResult]
     nbytes: int
     seconds: float
+    plots: List[str] = dataclasses.field(default_factory=list)  # PNG files written (--plots)
+
+    def by_rank(self) -> List[Dict[str, Any]]:
+        """One entry per (step, rank), in the calls' order: ``{"step", "rank", "pass", "fail",
+        "not comparable"}``."""
+        out: Dict[Tuple[Any, Any], Dict[str, Any]] = {}
+        for c in self.calls:
+            e = out.setdefault((c.step, c.rank), {"step": c.step, "rank": c.rank, PASS: 0, FAIL: 0, NC: 0})
+            e[c.verdict] += 1
+        return list(out.values())
 
     def summary(self) -> Dict[str, Any]:
         n = {v: sum(c.verdict == v for c in self.calls) for v in (PASS, FAIL, NC)}
-        return {"calls": len(self.calls), **n, "tensor_bytes": self.nbytes, "seconds": round(self.seconds, 3)}
+        return {"calls": len(self.calls), **n, "tensor_bytes": self.nbytes, "seconds": round(self.seconds, 3),
+                "by_rank": self.by_rank()}
 
     def to_dict(self) -> Dict[str, Any]:
-        d: Dict[str, Any] = _strict_json({"standard": self.standard, "dump": self.dump,
+        d: Dict[str, Any] = _files.strict_json({"standard": self.standard, "dump": self.dump,
                                           "calls": [c.to_dict() for c in self.calls], "summary": self.summary()})
         return d
 
 
+class _Task(NamedTuple):
+    """A batch of one rank folder's calls, judged in the order of its dump.json: the unit of work
+    of a process (``--jobs``) or of a Dask worker (``--scheduler``)."""
+
+    rank: Rank
+    names: Tuple[str, ...]
+    standard: str
+    plots: Optional[str]  # the folder for the PNG of each failed call, or None
+    threads: Optional[int]  # ascendgrad's threads while the task runs (None: as they are)
+
+
+def _judged(task: _Task) -> Iterator[Tuple[Call, CallResult, Optional[Prepared], Optional[np.ndarray], int, str]]:
+    """(call, result, prepared, score, bytes read, plot path or '') per call of the task; one call's
+    arrays at a time."""
+    meta = _read_dump_json(task.rank)
+    reader = Reader(task.rank, meta)
+    wanted = set(task.names)
+    for call in _calls(task.rank, meta["data"], None):
+        if call.name not in wanted:
+            continue
+        before = reader.nbytes
+        res, p, score = check_call(call, reader, task.standard, want_score=task.plots is not None)
+        plot = ""
+        if task.plots and res.verdict == FAIL and p is not None and score is not None:
+            plot = _plot_path(task.plots, res, call.name)
+            _plot(plot, call.name, p, score, res, task.standard)
+        yield call, res, p, score, reader.nbytes - before, plot
+
+
+def run_task(task: _Task) -> Tuple[List[CallResult], int, List[str]]:
+    """Judge a task where it runs (a worker process, a Dask worker): (results, bytes read, plots).
+    The worker reads the dump itself: only the task's description and its verdicts travel."""
+    from . import _ops
+
+    before = _ops.get_num_threads()
+    if task.threads:
+        _ops.set_num_threads(task.threads)
+    try:
+        out = [(r, n, plot) for _, r, _, _, n, plot in _judged(task)]
+    finally:
+        _ops.set_num_threads(before)
+    return [r for r, _, _ in out], sum(n for _, n, _ in out), [p for _, _, p in out if p]
+
+
+def _tasks(ranks: List[Rank], api: Optional[str], standard: str, plots: Optional[str], jobs: int,
+           threads: Optional[int]) -> List[_Task]:
+    """One task per rank folder, split into batches of calls where there are fewer ranks than
+    four per job (so that the jobs finish together)."""
+    per_rank = []
+    for r in ranks:
+        per_rank.append((r, [c.name for c in _calls(r, _read_dump_json(r)["data"], api)]))
+    total = sum(len(n) for _, n in per_rank)
+    size = max(1, math.ceil(total / (4 * jobs))) if jobs > 1 else max(total, 1)
+    return [_Task(r, tuple(names[i:i + size]), standard, plots, threads)
+            for r, names in per_rank for i in range(0, len(names), size)]
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _local_pool(jobs: int) -> Any:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # forkserver: workers forked from a clean process, never from this one (whose OpenMP and
+    # PyTorch threads a fork would leave behind); it imports what every task needs once
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["ascendgrad.dump_check"] + (["torch"] if _has("torch") else []))
+    return ProcessPoolExecutor(jobs, mp_context=ctx)
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _worker_sees(root: str) -> bool:
+    return os.path.isdir(root)
+
+
+def _dask_results(tasks: List[_Task], address: str, root: str) -> Iterator[Tuple[List[CallResult], int, List[str]]]:
+    """The tasks on a Dask cluster (``local:N`` starts a LocalCluster of N processes), results in
+    task order; a worker lost mid-task has its task run again elsewhere (Dask reschedules it)."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise DumpError("--scheduler needs Dask's distributed: pip install 'ascendgrad[cluster]'") from None
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)  # a lost worker is expected: no log noise
+    cluster = None
+    try:
+        if address.startswith("local:"):
+            try:
+                n = int(address[len("local:"):])
+            except ValueError:
+                raise DumpError(f"--scheduler {address}: local:N wants a number of worker processes") from None
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+            client = Client(cluster)
+        else:
+            try:
+                client = Client(address, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as e:
+                raise DumpError(f"--scheduler {address}: no Dask scheduler answers there "
+                                f"({str(e).splitlines()[0][:120] if str(e) else type(e).__name__})") from None
+        with client:
+            try:
+                client.wait_for_workers(1, timeout=60)
+                seen = client.run(_worker_sees, os.path.abspath(root))
+            except (ImportError, ModuleNotFoundError) as e:
+                raise DumpError(f"--scheduler {address}: the workers cannot import ascendgrad ({e}); install "
+                                f"ascendgrad on every worker") from None
+            except TimeoutError:
+                raise DumpError(f"--scheduler {address}: no worker joined the scheduler within 60 s") from None
+            blind = sorted(w for w, ok in seen.items() if not ok)
+            if blind:
+                raise DumpError(f"--scheduler {address}: {len(blind)} of {len(seen)} workers cannot see {root} "
+                                f"(e.g. {blind[0]}); the dump must be on a file system every worker mounts at "
+                                f"the same path")
+            # tasks are descriptions (a folder and call names): workers read the tensors themselves
+            for fut in client.map(run_task, tasks, pure=False, retries=2):
+                yield fut.result()
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
 def check_dump(root: str, *, standard: str = DEFAULT_STANDARD, api: Optional[str] = None,
                on_call: Optional[Callable[[Call, CallResult, Optional[Prepared], Optional[np.ndarray], int, int], None]] = None,
-               want_score: bool = False) -> DumpResult:
+               want_score: bool = False, jobs: Optional[int] = None, scheduler: Optional[str] = None,
+               plots: Optional[str] = None) -> DumpResult:
     """Check every call of the five operators in an msprobe dump (see the module docstring).
 
-    ``on_call(call, result, prepared, score, bytes_so_far, index)`` is called after each call
-    (progress, plots); the arrays are released afterwards. Raises :class:`DumpError`.
+    ``jobs``: processes judging calls side by side, each on one core (None: every core this
+    process may use, where the dump holds more than one task; 1: this process, one thread).
+    ``scheduler``: a Dask scheduler's address (or ``local:N``) to run on instead. ``plots``: a
+    folder for one PNG per failed call (written where the call is judged). The result is the same
+    whatever runs it: the calls in the dump's order.
+
+    ``on_call(call, result, prepared, score, bytes_so_far, index)`` is called after each call, in
+    order (progress, reproduction); ``prepared`` and ``score`` only where the call was judged in
+    this process (None otherwise). Raises :class:`DumpError`.
     """
     if standard not in STANDARDS:
         raise DumpError(f"unknown standard {standard!r}; choose one of {', '.join(STANDARDS)}")
     if standard == "dual-benchmark":
         raise DumpError("the dual-benchmark standard needs a third-party chip's result, which a dump does not hold")
+    if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
+        raise DumpError(f"jobs must be a whole number >= 1, got {jobs!r}")
     t0 = time.perf_counter()
     ranks = find_ranks(root)
+    n_jobs = jobs if jobs is not None else _cores()
+    tasks = _tasks(ranks, api, standard, plots, n_jobs if scheduler is None else 64, 1 if jobs is not None or
+                   scheduler is not None else None)
     results: List[CallResult] = []
+    plot_files: List[str] = []
     nbytes = 0
-    # two stages on two cores: this thread reads call k + 1 and computes its golden while a worker
-    # judges call k (NumPy and torch release the GIL); at most two calls are in memory
-    pending: Optional[Tuple[Call, "Future[Tuple[CallResult, Optional[Prepared], Optional[np.ndarray]]]"]] = None
 
-    def finish() -> None:
-        assert pending is not None
-        call, fut = pending
-        res, prep, score = fut.result()
+    def done(call: Call, res: CallResult, p: Optional[Prepared], score: Optional[np.ndarray]) -> None:
         results.append(res)
         if on_call is not None:
-            on_call(call, res, prep, score, nbytes, len(results) - 1)
+            on_call(call, res, p, score, nbytes, len(results) - 1)
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        for rank in ranks:
-            meta = _read_dump_json(rank)
-            reader = Reader(rank, meta)
-            for call in _calls(rank, meta["data"], api):
-                before = reader.nbytes
-                try:
-                    p: Union[Prepared, NotComparable] = _prepare(call, reader)
-                except NotComparable as e:
-                    p = e
-                if pending is not None:
-                    finish()
-                nbytes += reader.nbytes - before
-                pending = (call, pool.submit(_judge, call, p, standard, want_score))
-                del p
-            if pending is not None:
-                finish()
-                pending = None
-    return DumpResult(standard, root, results, nbytes, time.perf_counter() - t0)
+    if scheduler is None and (n_jobs == 1 or len(tasks) <= 1):
+        for task in tasks:  # here: one thread for --jobs 1, ascendgrad's threads for a single task
+            t = task._replace(threads=1 if jobs == 1 else None)
+            for call, res, p, score, n, plot in _judged(t):
+                nbytes += n
+                plot_files += [plot] if plot else []
+                done(call, res, p, score if want_score else None)
+    else:
+        if scheduler is not None:
+            batches: Iterator[Tuple[List[CallResult], int, List[str]]] = _dask_results(tasks, scheduler, root)
+        else:
+            pool = _local_pool(min(n_jobs, len(tasks)))
+            # every task submitted at once (descriptions only); each worker holds one call's arrays
+            batches = (f.result() for f in [pool.submit(run_task, t) for t in tasks])
+        try:
+            for task, (res_list, n, plot_list) in zip(tasks, batches):
+                nbytes += n
+                plot_files += plot_list
+                for res in res_list:
+                    done(Call(res.api, res.api.rpartition(".")[0], task.rank, None, None), res, None, None)
+        finally:
+            if scheduler is None:
+                pool.shutdown(cancel_futures=True)
+    return DumpResult(standard, root, results, nbytes, time.perf_counter() - t0, plot_files)
 
 
 # --------------------------------------------------------------------------------------------
@@ -811,7 +996,81 @@ def table(res: DumpResult) -> str:
     s = res.summary()
     summary = (f"{s['calls']} calls: {s[PASS]} pass, {s[FAIL]} fail, {s[NC]} not comparable "
                f"(standard {res.standard}; {s['tensor_bytes'] / 1e6:.1f} MB of tensors in {s['seconds']:.2f} s)")
-    return "\n".join(lines + ([""] + notes if notes else []) + ["", summary])
+    ranks = rank_table(res)
+    return "\n".join(lines + ([""] + notes if notes else []) + ([""] + [ranks] if ranks else []) + ["", summary])
+
+
+def _rank_label(step: Any, rank: Any) -> str:
+    return f"{'-' if step is None else step}/{'-' if rank is None else rank}"
+
+
+def _failures(res: DumpResult) -> Tuple[List[Tuple[Any, Any]], List[str], Dict[Tuple[Any, Any, str], int]]:
+    """(step, rank) pairs and APIs in the calls' order, failures per (step, rank, API)."""
+    ranks: Dict[Tuple[Any, Any], None] = {}
+    apis: Dict[str, None] = {}
+    fails: Dict[Tuple[Any, Any, str], int] = {}
+    for c in res.calls:
+        api = c.api.rpartition(".")[0] or c.api
+        ranks[(c.step, c.rank)] = None
+        apis[api] = None
+        if c.verdict == FAIL:
+            fails[(c.step, c.rank, api)] = fails.get((c.step, c.rank, api), 0) + 1
+    return list(ranks), list(apis), fails
+
+
+def rank_table(res: DumpResult) -> str:
+    """Where there is more than one rank: failures per step/rank (rows) and API (columns), then the
+    first failing call of each failing rank ('' for one rank)."""
+    ranks, apis, fails = _failures(res)
+    if len(ranks) <= 1:
+        return ""
+    failing = [sr for sr in ranks if any(k[:2] == sr for k in fails)]
+    cols = [a for a in apis if any(k[2] == a for k in fails)] or apis
+    rows = [["step/rank"] + cols + ["failed"]]
+    for sr in ranks:
+        counts = [fails.get((sr[0], sr[1], a), 0) for a in cols]
+        rows.append([_rank_label(*sr)] + [str(n) if n else "." for n in counts] + [str(sum(counts))])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [f"failures per rank and API ({len(failing)} of {len(ranks)} ranks fail):"]
+    lines += ["  " + "  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip()
+              for r in rows]
+    for sr in failing:
+        first = next(c for c in res.calls if (c.step, c.rank) == sr and c.verdict == FAIL)
+        w = first.worst
+        where = f"; worst element {tuple(w['index'])}: dumped {_fmt(w['dumped'])}, golden {_fmt(w['golden'])}" \
+            if w else ""
+        lines.append(f"first failure of {_rank_label(*sr)}: {first.api}: {first.reason}{where}")
+    return "\n".join(lines)
+
+
+def plot_ranks(path: str, res: DumpResult) -> None:
+    """A heat map of failures, step/rank (rows) by API (columns), as a PNG (needs matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ranks, apis, fails = _failures(res)
+    m = np.array([[fails.get((sr[0], sr[1], a), 0) for a in apis] for sr in ranks], dtype=float)
+    fig, ax = plt.subplots(figsize=(2 + 0.9 * len(apis), 1.5 + 0.18 * len(ranks)))
+    im = ax.imshow(np.where(m > 0, m, np.nan), aspect="auto", interpolation="nearest", cmap="Reds",
+                   vmin=0, vmax=max(1.0, float(m.max(initial=0.0))))
+    ax.set_xticks(range(len(apis)), apis, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(ranks)), [_rank_label(*sr) for sr in ranks], fontsize=max(4, 9 - len(ranks) // 16))
+    ax.set_xlabel("API")
+    ax.set_ylabel("step/rank")
+    n_bad = sum(1 for sr in ranks if any(k[:2] == sr for k in fails))
+    ax.set_title(f"failed calls: {n_bad} of {len(ranks)} ranks fail (standard {res.standard})", fontsize=9)
+    fig.colorbar(im, ax=ax, label="failed calls")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def _plot_path(folder: str, res: CallResult, name: str) -> str:
+    tag = "" if res.step is None else f"step{res.step}_"
+    tag += "" if res.rank is None else f"{res.rank}_" if not isinstance(res.rank, int) else f"rank{res.rank}_"
+    return os.path.join(folder, f"{tag}{name}.png")
 
 
 def _plot(path: str, name: str, p: Prepared, score: np.ndarray, res: CallResult, standard: str) -> None:
@@ -958,6 +1217,11 @@ def add_arguments(p: Any) -> None:
                    help="check only calls matching PATTERN (glob, e.g. 'Functional.softmax.*', or a name prefix)")
     p.add_argument("--json", metavar="FILE", help="write the verdicts as JSON to FILE ('-' for stdout)")
     p.add_argument("--plots", metavar="DIR", help="one PNG per failed call in DIR (needs matplotlib)")
+    p.add_argument("--jobs", type=int, metavar="N", help="processes judging calls side by side, one core each "
+                   "(default: every core this process may use; 1: this process alone)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster: its scheduler's address "
+                   "(tcp://host:8786), or local:N for a LocalCluster of N processes (pip install 'ascendgrad[cluster]'); "
+                   "every worker must see DUMP at the same path")
     p.add_argument("--repro", metavar="API", help="write this call (e.g. Functional.softmax.0) as a standalone reproduction")
     p.add_argument("--out", metavar="DIR", help="folder for --repro")
 
@@ -1000,27 +1264,31 @@ def run(args: Any) -> int:
             print("dump-check: --plots needs matplotlib (pip install matplotlib)", file=err)
             return 2
         os.makedirs(args.plots, exist_ok=True)
+    if args.jobs is not None and args.scheduler is not None:
+        print("dump-check: --jobs and --scheduler exclude each other (the cluster's workers are the jobs)", file=err)
+        return 2
+    if args.jobs is not None and args.jobs < 1:
+        print(f"dump-check: --jobs {args.jobs}: give a number of processes >= 1", file=err)
+        return 2
     progress = _Progress()
-    plots: List[str] = []
     repro_files: List[str] = []
 
     def on_call(call: Call, res: CallResult, p: Optional[Prepared], score: Optional[np.ndarray],
                 nbytes: int, k: int) -> None:
         progress(k, call.name, nbytes)
-        if args.plots and res.verdict == FAIL and p is not None and score is not None:
-            tag = "" if res.step is None else f"step{res.step}_"
-            tag += "" if res.rank is None else f"{res.rank}_" if not isinstance(res.rank, int) else f"rank{res.rank}_"
-            path = os.path.join(args.plots, f"{tag}{call.name}.png")
-            _plot(path, call.name, p, score, res, args.standard)
-            plots.append(path)
         if args.repro and call.name == args.repro and not repro_files:
             if p is None:
                 raise DumpError(f"{call.name} cannot be reproduced: {res.reason}")
             repro_files.extend(write_repro(p, res, call, args.out, args.standard))
 
     try:
+        # a reproduction needs the call's arrays here: judged in this process
         res = check_dump(args.dump, standard=args.standard, api=args.repro or args.api, on_call=on_call,
-                         want_score=bool(args.plots))
+                         jobs=1 if args.repro else args.jobs, scheduler=None if args.repro else args.scheduler,
+                         plots=args.plots)
+        if args.plots and len(res.by_rank()) > 1:
+            res.plots.append(os.path.join(args.plots, "ranks.png"))
+            plot_ranks(res.plots[-1], res)
     except DumpError as e:
         progress.done()
         print(f"dump-check: {e}", file=err)
@@ -1032,7 +1300,7 @@ def run(args: Any) -> int:
             return 2
         print(f"wrote {len(repro_files)} files to {args.out}: python {os.path.join(args.out, 'repro.py')}")
     print(table(res))
-    for path in plots:
+    for path in res.plots:
         print(f"plot: {path}")
     if args.json:
         text = json.dumps(res.to_dict(), indent=1)

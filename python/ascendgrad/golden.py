@@ -48,15 +48,15 @@ import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
-from . import _files, _ops
+from . import _args, _files, _ops, judge
 from . import reference as _ref
-from .compare import CRITERIA, CompareReport, compare
+from .compare import CRITERIA, CompareReport
 
 __all__ = [
     "Case",
@@ -69,6 +69,7 @@ __all__ = [
     "write_case",
     "load_case",
     "check",
+    "round_to",
     "softmax_grad_golden",
     "log_sigmoid_grad_golden",
     "soft_shrink_grad_golden",
@@ -426,81 +427,14 @@ def _round_f16(x: NDArray[np.float64]) -> NDArray[Any]:
     return out
 
 
-def _round_to(x: NDArray[np.float64], dt: np.dtype) -> NDArray[Any]:
+def round_to(x: NDArray[np.float64], dt: np.dtype) -> NDArray[Any]:
+    """x (float64) rounded once to dt; float16 and bfloat16 correctly, subnormals included."""
     if dt == BF16:
         return _round_bf16(x)
     if dt == np.float16:
         return _round_f16(x)
     with np.errstate(over="ignore", invalid="ignore"):
         return x.astype(dt)
-
-
-def _slices(n: int, step: int) -> Iterator[slice]:
-    for i in range(0, n, max(step, 1)):
-        yield slice(i, min(i + max(step, 1), n))
-
-
-def _reference_slices(op: str, inputs: Dict[str, NDArray[Any]], attrs: Dict[str, Any],
-                      out_shape: Tuple[int, ...]) -> Iterator[Tuple[Any, Callable[[NDArray[Any]], NDArray[Any]], Dict[str, Any]]]:
-    """(index, view-maker, reference kwargs) per slice of the output: the float64 reference of a
-    slice needs only that slice's inputs, so memory stays at a few float64 slices. The view-maker
-    reshapes an output-shaped array so that ``index`` selects the slice."""
-    kw: Dict[str, Any] = dict(inputs, **attrs)
-    whole = (Ellipsis, lambda a: a, kw)
-    n = math.prod(out_shape)
-    if n <= _CHUNK:
-        yield whole
-        return
-    if op == "log_sigmoid_backward" or (
-            op == "softshrink_backward" and inputs["grad_output"].shape == inputs["x"].shape == out_shape):
-        flat: Callable[[NDArray[Any]], NDArray[Any]] = lambda a: a.reshape(-1)
-        for s in _slices(n, _CHUNK):
-            yield s, flat, dict(kw, grad_output=flat(inputs["grad_output"])[s], x=flat(inputs["x"])[s],
-                                **({"buffer": None} if "buffer" in kw else {}))
-        return
-    if op == "softmax_backward":
-        shape = out_shape if out_shape else (1,)
-        d = attrs.get("dim", -1) % len(shape)
-        outer, size, inner = math.prod(shape[:d]), shape[d], math.prod(shape[d + 1:])
-        view3: Callable[[NDArray[Any]], NDArray[Any]] = lambda a: a.reshape(outer, size, inner)
-        g3, y3 = view3(inputs["grad_output"]), view3(inputs["output"])
-        if outer > 1:
-            for s in _slices(outer, _CHUNK // max(size * inner, 1)):
-                yield s, view3, dict(kw, grad_output=g3[s], output=y3[s], dim=1)
-        else:
-            for s in _slices(inner, _CHUNK // max(size, 1)):
-                yield (slice(None), slice(None), s), view3, dict(kw, grad_output=g3[:, :, s], output=y3[:, :, s], dim=1)
-        return
-    if op == "cross_entropy_loss_grad" and not attrs.get("lse_square_scale_for_zloss"):
-        red = attrs.get("reduction") or "mean"
-        gl = inputs["grad_loss"]
-        lp, t = inputs["log_prob"], inputs["target"]
-        rows, c = lp.shape
-        if red == "mean":  # the mean's divisor is over every row: divide once, then sum per slice
-            w = inputs.get("weight")
-            ii = attrs.get("ignore_index", -100)
-            mask = t != ii
-            w64 = np.ones(c) if w is None else w.astype(np.float64)
-            big_w = float(np.sum(np.where(mask, w64[np.where(mask, t, 0)], 0.0)))  # as the reference sums
-            glv = float(np.asarray(gl, np.float64).reshape(()))
-            gl = np.asarray(glv / big_w if big_w != 0 else 0.0)
-            kw = dict(kw, reduction="sum", grad_loss=gl)
-        for s in _slices(rows, _CHUNK // max(c, 1)):
-            yield s, lambda a: a, dict(kw, log_prob=lp[s], target=t[s],
-                                       grad_loss=gl[s] if red == "none" else kw["grad_loss"])
-        return
-    if op == "kl_div_backward" and inputs["x"].shape == inputs["target"].shape == out_shape and (
-            inputs["grad_output"].size == 1 or inputs["grad_output"].shape == out_shape):
-        code = _ref._kl_reduction(attrs.get("reduction", "mean"))
-        scale = _ref._kl_scale(code, out_shape)  # c of the whole case, applied to g once
-        g = inputs["grad_output"]
-        flat = lambda a: a.reshape(-1)
-        for s in _slices(n, _CHUNK):
-            gs = g.astype(np.float64).reshape(()) if g.size == 1 else flat(g)[s].astype(np.float64)
-            yield s, flat, dict(kw, grad_output=gs * scale, x=flat(inputs["x"])[s], target=flat(inputs["target"])[s],
-                                reduction="sum")
-        return
-    yield whole
 
 
 def _agree(kernel: NDArray[Any], golden: NDArray[Any], standard: Optional[str]) -> Optional[CompareReport]:
@@ -541,41 +475,15 @@ def _golden(op: str, inputs: Dict[str, NDArray[Any]], attrs: Dict[str, Any],
     def one_slice(index: Any, view: Callable[[NDArray[Any]], NDArray[Any]], ref: NDArray[np.float64]
                   ) -> Optional[CompareReport]:
         g_view, k_view = view(golden), view(kernel)
-        g_view[index] = _round_to(ref, golden.dtype).reshape(g_view[index].shape)
+        g_view[index] = round_to(ref, golden.dtype).reshape(g_view[index].shape)
         return _agree(k_view[index], g_view[index], standard)
 
-    for bad in map_reference(op, inputs, attrs, kernel.shape, one_slice):
+    for bad in judge.map_reference(op, inputs, attrs, kernel.shape, one_slice):
         if bad is not None:
             raise GoldenMismatchError(
                 f"{op}: the float64 reference and the compiled kernel disagree on this case; no golden "
                 f"is written.\n{bad}")
     return {spec.output: golden}
-
-
-_T = TypeVar("_T")
-
-
-def map_reference(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], out_shape: Tuple[int, ...],
-                  fn: Callable[[Any, Callable[[NDArray[Any]], NDArray[Any]], NDArray[np.float64]], _T]) -> Iterator[_T]:
-    """``fn(index, view, reference)`` for each slice of the operator's float64 reference, on
-    ascendgrad's thread count (NumPy releases the GIL inside its loops; slices of 2^20 elements
-    keep the reference's temporaries in cache). ``view(a)[index]`` is the slice's place in an
-    output-shaped array ``a``. Inputs may be lazy: anything with ``shape``, ``__getitem__`` and
-    ``__array__`` (e.g. a log_prob computed per slice of rows)."""
-    spec = OPS[op]
-
-    def one(job: Tuple[Any, Callable[[NDArray[Any]], NDArray[Any]], Dict[str, Any]]) -> _T:
-        index, view, kw = job
-        with np.errstate(all="ignore"):  # inf and NaN inputs are cases too
-            ref = np.asarray(spec.reference(**kw), dtype=np.float64)
-        return fn(index, view, ref)
-
-    jobs = _reference_slices(op, inputs, attrs, out_shape)
-    if math.prod(out_shape) <= _CHUNK:  # one slice: no thread to start
-        yield from map(one, jobs)
-        return
-    with ThreadPoolExecutor(max(1, _ops.get_num_threads())) as pool:
-        yield from pool.map(one, jobs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -986,8 +894,8 @@ def _judge(actual: NDArray[Any], golden: NDArray[Any], standard: Optional[str], 
     the benchmark result and level of the dual-benchmark standard."""
     with np.errstate(invalid="ignore"):  # casting a bfloat16 NaN warns
         if standard is None:
-            return compare(actual, golden, dtype=golden.dtype)
-        return compare(actual, golden, dtype=golden.dtype, standard=standard, **extra)
+            return judge.compare_arrays(actual, golden, dtype=golden.dtype)[0]
+        return judge.compare_arrays(actual, golden, dtype=golden.dtype, standard=standard, **extra)[0]
 
 
 @dataclasses.dataclass
@@ -1106,7 +1014,7 @@ def check(golden_dir: PathLike, actual_dir: PathLike, standard: str = "cann", *,
 
 
 def _out(x: NDArray[np.float64], like: Any) -> NDArray[Any]:
-    return _round_to(x, np.asarray(like).dtype)
+    return round_to(x, np.asarray(like).dtype)
 
 
 def softmax_grad_golden(softmax_data: NDArray[Any], grad_softmax_data: NDArray[Any], *, axes: Any = -1,
@@ -1274,9 +1182,8 @@ def _run_check(args: Any) -> int:
         if c.verdict == "error":
             print(f"golden: {c.error}", file=sys.stderr)
     if args.json:
-        from .compare import _strict_json
 
-        text = json.dumps(_strict_json(rep.to_dict()), indent=1)
+        text = json.dumps(_files.strict_json(rep.to_dict()), indent=1)
         if args.json == "-":
             print(text)
         else:
@@ -1287,7 +1194,6 @@ def _run_check(args: Any) -> int:
 
 def run(args: Any) -> int:
     """``python -m ascendgrad golden``: exit 0 on success; with --check 0/1/2 (see check)."""
-    from .compare import _shape_arg
 
     try:
         if args.check:
@@ -1311,7 +1217,7 @@ def run(args: Any) -> int:
         if extra:
             print(f"golden: {args.op} has no attribute --{extra[0].replace('_', '-')}", file=sys.stderr)
             return 2
-        shapes = [_shape_arg(s) or () for s in args.shape] or [()]
+        shapes = [_args.shape_arg(s) or () for s in args.shape] or [()]
         case = make_case(args.op, shapes, args.dtype, seed=args.seed, range=tuple(args.range) if args.range else None,
                          optional=args.optional, ignore_fraction=args.ignore_fraction, **attrs)
         path = write_case(case, os.path.join(args.out, case.folder))

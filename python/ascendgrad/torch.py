@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
-import math
 import os
 import threading
 import time
@@ -49,11 +48,11 @@ except ImportError as _e:  # pragma: no cover - exercised by a test in an enviro
 
 import numpy as np
 
-from . import _ops, reference
+from . import _files, _ops, judge, reference
 from . import dump_check as _dc
 from . import golden as _golden
 from ._interop import asarray
-from .compare import STANDARDS, _strict_json
+from .compare import STANDARDS
 
 __all__ = [
     "APIS",
@@ -660,69 +659,40 @@ class GradientMismatchWarning(UserWarning):
     """A backend's gradient failed the precision standard (``autocompare(on_fail="warn")``)."""
 
 
-class _LogSoftmaxRows:
-    """reference.log_softmax(x) of (N, C) logits, computed per slice of rows where it is read
-    by slices (:func:`ascendgrad.golden.map_reference`), whole where it is read as an array."""
-
-    def __init__(self, x: np.ndarray) -> None:
-        self.x, self.shape = x, x.shape
-
-    def __getitem__(self, rows: Any) -> np.ndarray:
-        return reference.log_softmax(self.x[rows], -1)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return reference.log_softmax(self.x, -1)
-
-
-def _reference(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], shape: Tuple[int, ...]) -> np.ndarray:
-    """The operator's float64 reference, by slices on ascendgrad's threads."""
-    out = np.empty(shape)
-
-    def put(index: Any, view: Callable[[np.ndarray], np.ndarray], ref: np.ndarray) -> None:
-        view(out)[index] = ref.reshape(view(out)[index].shape)
-
-    for _ in _golden.map_reference(op, inputs, attrs, shape, put):
-        pass
-    return out
-
-
 def _golden_of(api: Api, attrs: Dict[str, Any], saved: Dict[str, Tensor], g: Tensor, gz: Optional[Tensor],
                actual: np.ndarray) -> Tuple[_dc.Prepared, Callable[[], Dict[str, np.ndarray]]]:
-    """The float64 golden of the call's input gradient, as dump-check prepares it, and a maker
-    of its golden case's inputs (the NumPy function's keywords, in the call's dtypes)."""
+    """The call as dump-check prepares it (the golden's inputs; the judge computes it by slices)
+    and a maker of its golden case's inputs (the NumPy function's keywords, in the call's dtypes)."""
     x = asarray(saved["input"])
     gn = asarray(g)
     dt = x.dtype
     op = api.op
+    gold: Dict[str, Any]
     if op == "softmax_backward":
         y = reference.softmax(x, attrs["dim"])
-        gold = _reference(op, {"grad_output": gn, "output": y}, attrs, x.shape)
-        case = lambda: {"grad_output": gn, "output": _golden._round_to(y, gn.dtype)}  # noqa: E731
-    elif op == "log_sigmoid_backward":
-        gold = _reference(op, {"grad_output": gn, "x": x}, attrs, x.shape)
-        case = lambda: {"grad_output": gn, "x": x}  # noqa: E731
-    elif op == "softshrink_backward":
-        gold = _dc._softshrink_golden(gn, x, attrs["lambd"], actual)
+        gold = {"grad_output": gn, "output": y}
+        case = lambda: {"grad_output": gn, "output": _golden.round_to(y, gn.dtype)}  # noqa: E731
+    elif op in ("log_sigmoid_backward", "softshrink_backward"):
+        gold = {"grad_output": gn, "x": x}
         case = lambda: {"grad_output": gn, "x": x}  # noqa: E731
     elif op == "kl_div_backward":
         t = asarray(saved["target"])
-        gold = _reference(op, {"grad_output": gn, "x": x, "target": t}, attrs, x.shape)
+        gold = {"grad_output": gn, "x": x, "target": t}
         case = lambda: {"grad_output": gn, "x": x, "target": t}  # noqa: E731
     else:
-        inputs: Dict[str, Any] = {"grad_loss": gn.reshape(()) if gn.size == 1 and attrs["reduction"] != "none" else gn,
-                                  "log_prob": _LogSoftmaxRows(x), "target": asarray(saved["target"])}
+        gold = {"grad_loss": gn.reshape(()) if gn.size == 1 and attrs["reduction"] != "none" else gn,
+                "log_prob": judge.LogSoftmaxRows(x), "target": asarray(saved["target"])}
         if "weight" in saved:
-            inputs["weight"] = asarray(saved["weight"])
+            gold["weight"] = asarray(saved["weight"])
         if attrs.get("lse_square_scale_for_zloss"):
-            inputs["lse_for_zloss"] = reference.logsumexp(x, -1)
+            gold["lse_for_zloss"] = reference.logsumexp(x, -1)
             if gz is not None:
-                inputs["grad_zloss"] = asarray(gz).reshape(inputs["grad_loss"].shape)
-        gold = _reference(op, inputs, attrs, x.shape)
+                gold["grad_zloss"] = asarray(gz).reshape(gold["grad_loss"].shape)
 
         def case() -> Dict[str, np.ndarray]:
-            c = dict(inputs, log_prob=_golden._round_to(np.asarray(inputs["log_prob"]), dt))
+            c = dict(gold, log_prob=_golden.round_to(np.asarray(gold["log_prob"]), dt))
             if "lse_for_zloss" in c:
-                c["lse_for_zloss"] = _golden._round_to(c["lse_for_zloss"], dt)
+                c["lse_for_zloss"] = _golden.round_to(c["lse_for_zloss"], dt)
             return c
     return _dc.Prepared(op, {}, attrs, gold, actual, "the gradient w.r.t. the call's input", x.shape), case
 
@@ -860,7 +830,7 @@ class AutocompareReport:
     def to_json(self, path: Union[str, os.PathLike[str]]) -> None:
         """Write :meth:`~AutocompareReport.to_dict` as strict JSON (NaN and infinities as strings)."""
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(_strict_json(self.to_dict()), f, indent=1, allow_nan=False)
+            json.dump(_files.strict_json(self.to_dict()), f, indent=1, allow_nan=False)
             f.write("\n")
 
     # -- writing (from the modes and the hooks)
@@ -934,7 +904,7 @@ class AutocompareReport:
                 p = e
             except Exception as e:  # never break the user's backward over a golden
                 p = _dc.NotComparable(f"no golden: {type(e).__name__}: {e}")
-        res = _dc._judge(call, p, self.standard, False)[0]
+        res = _dc.judge_prepared(call, p, self.standard)[0]
         if res.verdict == _dc.FAIL and self.save_dir is not None and isinstance(p, _dc.Prepared):
             self._save(rec, p, case, actual)
         with self._lock:
@@ -957,7 +927,7 @@ class AutocompareReport:
         spec = _golden.OPS[rec.api.op]
         dt = actual.dtype
         attrs = {k: v for k, v in p.params.items() if any(a.name == k and a.kind == "attr" for a in spec.args)}
-        case = _golden.Case(rec.api.op, inputs(), attrs, {spec.output: _golden._round_to(p.golden, dt)},
+        case = _golden.Case(rec.api.op, inputs(), attrs, {spec.output: _golden.round_to(p.golden, dt)},
                             id=rec.seq, name=rec.name, source="autocompare")
         folder = _golden.write_case(case, os.path.join(root, rec.name))
         _golden.write_case(dataclasses.replace(case, inputs={}, outputs={spec.output: actual}),
