@@ -41,7 +41,7 @@ extern "C" int ascendgradJudgeMetrics(const void *actual, aclDataType dtype, con
     stats->beyond = s.beyond, stats->nonzero = s.nonzero, stats->relInf = s.rel_inf;
     stats->sumErr = s.sum_err, stats->maxErr = s.max_err, stats->sumRel = s.sum_rel, stats->maxRel = s.max_rel;
     stats->overIndex = s.over_index, stats->overRatio = s.over_ratio, stats->overErr = s.over_err;
-    stats->overLim = s.over_lim, stats->v1Sum = s.v1_sum, stats->v1Max = s.v1_max;
+    stats->overLim = s.over_lim, stats->maxScore = s.max_score, stats->v1Sum = s.v1_sum, stats->v1Max = s.v1_max;
     stats->msBelow1 = s.ms_below1, stats->msBelow2 = s.ms_below2;
     stats->dot = s.dot, stats->aa = s.aa, stats->gg = s.gg, stats->amax = s.amax, stats->gmax = s.gmax;
     stats->maxUlp = s.max_ulp;

@@ -188,6 +188,7 @@ JudgeStats run(const double *a_all, const double *g_all, int64_t n, const JudgeP
             s.ms_below1 += b1, s.ms_below2 += b2, s.dot += dot, s.aa += aa, s.gg += gg;
             s.amax = std::max(s.amax, amax), s.gmax = std::max(s.gmax, gmax);
             s.beyond += beyond;
+            s.max_score = std::max(s.max_score, smax);
         } else {
             for (int64_t i = 0; i < m; ++i) {
                 const double x = a[i], y = g[i];
@@ -200,6 +201,7 @@ JudgeStats run(const double *a_all, const double *g_all, int64_t n, const JudgeP
                     sc = HUGE_VAL;
                 } else if (!(xn || yn || xi || yi)) {
                     sc = finite_pair<K>(x, y, p, s);
+                    s.max_score = std::max(s.max_score, sc);
                     if constexpr (K == Score::Cann) over += std::fabs(x - y) > p.max_abs;
                 }
                 s.beyond += sc > 1.0;

@@ -35,6 +35,7 @@ struct JudgeStats {
     // those with err > max_abs (over_index -1: none)
     int64_t over_index = -1;
     double over_ratio = 0, over_err = 0, over_lim = 0;
+    double max_score = 0;                               // over the pairs finite in both
     double v1_sum = 0, v1_max = 0;                      // err / (|g| + 1e-7)
     int64_t ms_below1 = 0, ms_below2 = 0;               // err / (|g| + eps) below t1, t2
     double dot = 0, aa = 0, gg = 0, amax = 0, gmax = 0;  // cosine, over finite pairs

@@ -46,7 +46,7 @@ void bind_judge(py::module_ &m) {
             d["beyond"] = s.beyond, d["nonzero"] = s.nonzero, d["rel_inf"] = bool(s.relInf);
             d["sum_err"] = s.sumErr, d["max_err"] = s.maxErr, d["sum_rel"] = s.sumRel, d["max_rel"] = s.maxRel;
             d["over_index"] = s.overIndex, d["over_ratio"] = s.overRatio, d["over_err"] = s.overErr;
-            d["over_lim"] = s.overLim, d["v1_sum"] = s.v1Sum, d["v1_max"] = s.v1Max;
+            d["over_lim"] = s.overLim, d["max_score"] = s.maxScore, d["v1_sum"] = s.v1Sum, d["v1_max"] = s.v1Max;
             d["ms_below1"] = s.msBelow1, d["ms_below2"] = s.msBelow2, d["dot"] = s.dot, d["aa"] = s.aa;
             d["gg"] = s.gg, d["amax"] = s.amax, d["gmax"] = s.gmax, d["max_ulp"] = s.maxUlp;
             d["ulp_hist"] = hist, d["worst"] = worst_list;

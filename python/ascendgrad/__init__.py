@@ -33,13 +33,13 @@ from ._ops import (
 # The public submodules, each imported when first named (ascendgrad.<name>). A new public
 # module is added here and to the TYPE_CHECKING import below (tests_py/test_package.py checks
 # that every public module of the package is in both).
-_SUBMODULES = ("aclnn", "compare", "dump_check", "golden", "gradcheck", "reference", "torch")
+_SUBMODULES = ("aclnn", "compare", "dump_check", "golden", "gradcheck", "judge", "reference", "torch")
 # Names re-exported from a submodule, imported on first use too: name -> submodule.
 _FROM_SUBMODULES = {"compare": "compare", "CompareReport": "compare"}
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
     from . import aclnn as aclnn, dump_check as dump_check, golden as golden, gradcheck as gradcheck
-    from . import reference as reference, torch as torch
+    from . import judge as judge, reference as reference, torch as torch
     from .compare import CompareReport as CompareReport, compare as compare
 
 __all__ = [

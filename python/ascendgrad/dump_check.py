@@ -975,6 +975,8 @@ def _fmt(v: Any) -> str:
 
 
 def table(res: DumpResult) -> str:
+    """The text report: one line per call, the reasons of the calls that did not pass, the rank ×
+    API table where there is more than one rank (:func:`rank_table`), the summary line."""
     rows = [("api", "step/rank", "dtype", "shape", "metrics", "verdict")]
     for c in res.calls:
         sr = f"{'-' if c.step is None else c.step}/{'-' if c.rank is None else c.rank}"

@@ -55,6 +55,7 @@ typedef struct ascendgradJudgeStats {
     double sumErr, maxErr, sumRel, maxRel;
     int64_t overIndex; /* cann's max-abs rule: -1 when no error exceeds maxAbs */
     double overRatio, overErr, overLim;
+    double maxScore; /* the largest per-element score over the pairs finite in both */
     double v1Sum, v1Max;
     int64_t msBelow1, msBelow2;
     double dot, aa, gg, amax, gmax;

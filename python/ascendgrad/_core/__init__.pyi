@@ -1,6 +1,6 @@
 # Stubs of the compiled module ascendgrad._core (private: use the ascendgrad package). Kept
 # honest by `python -m mypy.stubtest ascendgrad._core ascendgrad._core.aclnn` (tests_py/test_typing.py).
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union
 
 from numpy.typing import ArrayLike, NDArray
 
@@ -11,6 +11,11 @@ __version__: str
 def set_num_threads(n: int) -> None: ...
 def get_num_threads() -> int: ...
 def kernel_isa() -> str: ...
+def judge_metrics(
+    actual: NDArray[Any], golden: NDArray[Any], compare_dtype: Any, score: str, equal_nan: bool, ulp: bool,
+    rtol: float, atol: float, max_abs: float, limit_ulps: int, v1_mare: float, ms_eps: float, ms_first: float,
+    ms_t1: float, ms_t2: float, worst: int, score_out: Optional[NDArray[Any]] = None,
+) -> Dict[str, Any]: ...
 def softmax_backward(grad_output: ArrayLike, output: ArrayLike, dim: int = -1, out: Any = None) -> NDArray[Any]: ...
 def log_sigmoid_backward(
     grad_output: ArrayLike, x: ArrayLike, buffer: Optional[ArrayLike] = None, out: Any = None
