@@ -146,6 +146,7 @@ extern "C" {
 
 const char *ascendgradVersion(void) { return ASCENDGRAD_VERSION; }
 void ascendgradSetNumThreads(int n) { ag::kern::set_num_threads(n); }
+void ascendgradSetThreadNumThreads(int n) { ag::kern::set_thread_num_threads(n); }
 int ascendgradGetNumThreads(void) { return ag::kern::num_threads(); }
 const char *ascendgradKernelIsa(void) { return ag::kern::isa_name(ag::kern::active_isa()); }
 

@@ -89,6 +89,8 @@ bool set_isa(Isa isa);  // for tests; false (and no change) for an ISA this CPU 
 // Threads used by kernels; starts at OpenMP's default (OMP_NUM_THREADS or the core count).
 int num_threads();
 void set_num_threads(int n);
+// This calling thread's count, over the process-wide one (n <= 0: back to it).
+void set_thread_num_threads(int n);
 
 // The last-level cache's size in bytes, the instance a core shares (sysfs; 8 MiB where it does not
 // say): data of a call up to this size are still cached when the next call reads them.

@@ -30,7 +30,14 @@ static std::atomic<int> g_threads{0};
 static std::atomic<bool> g_forked{false};
 [[maybe_unused]] static const int g_atfork = pthread_atfork(nullptr, nullptr, [] { g_forked.store(true); });
 
+// A calling thread's own count (0: the process-wide one): a caller that runs kernels on several
+// threads of its own (ascendgrad.judge's slices) asks for one each, rather than a team per thread.
+static thread_local int t_threads = 0;
+
+void set_thread_num_threads(int n) { t_threads = n > 0 ? n : 0; }
+
 int num_threads() {
+    if (t_threads > 0) return t_threads;
     if (g_forked.load(std::memory_order_relaxed)) return 1;
     int n = g_threads.load(std::memory_order_relaxed);
     if (n <= 0) {

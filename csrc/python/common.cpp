@@ -448,6 +448,8 @@ void bind_common(py::module_ &m, py::module_ &raw) {
     m.def("set_num_threads", &ascendgradSetNumThreads, py::arg("n"),
           "Threads the kernels use (n <= 0: back to OMP_NUM_THREADS or the core count).");
     m.def("get_num_threads", &ascendgradGetNumThreads, "Threads the kernels use.");
+    m.def("set_thread_num_threads", &ascendgradSetThreadNumThreads, py::arg("n"),
+          "Threads the kernels use when called from this thread (n <= 0: the process-wide count).");
     m.def("kernel_isa", &ascendgradKernelIsa,
           "Instruction set the kernels run with: 'avx512', 'avx2', 'neon' or 'baseline' (at most ASCENDGRAD_ISA).");
 

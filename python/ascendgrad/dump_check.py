@@ -864,7 +864,9 @@ def _dask_results(tasks: List[_Task], address: str, root: str) -> Iterator[Tuple
         raise DumpError("--scheduler needs Dask's distributed: pip install 'ascendgrad[cluster]'") from None
     import logging
 
-    logging.getLogger("distributed").setLevel(logging.ERROR)  # a lost worker is expected: no log noise
+    log = logging.getLogger("distributed")
+    level = log.level
+    log.setLevel(logging.CRITICAL)  # a lost worker is retried and reported by its task: no log noise
     cluster = None
     try:
         if address.startswith("local:"):
@@ -875,6 +877,7 @@ def _dask_results(tasks: List[_Task], address: str, root: str) -> Iterator[Tuple
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
             client = Client(cluster)
         else:
+            _listens(address)
             try:
                 client = Client(address, timeout="10s")
             except (OSError, TimeoutError, ValueError) as e:
@@ -900,6 +903,21 @@ def _dask_results(tasks: List[_Task], address: str, root: str) -> Iterator[Tuple
     finally:
         if cluster is not None:
             cluster.close()
+        log.setLevel(level)
+
+
+def _listens(address: str) -> None:
+    """A refused connection at once, rather than Dask's retries until its timeout."""
+    import socket
+    from urllib.parse import urlsplit
+
+    u = urlsplit(address if "://" in address else "tcp://" + address)
+    if u.scheme not in ("tcp", "tls") or not u.hostname:
+        return  # (another transport: Dask's own connect says what is wrong)
+    try:
+        socket.create_connection((u.hostname, u.port or 8786), timeout=5).close()
+    except OSError as e:
+        raise DumpError(f"--scheduler {address}: no Dask scheduler answers there ({e.strerror or e})") from None
 
 
 def check_dump(root: str, *, standard: str = DEFAULT_STANDARD, api: Optional[str] = None,
@@ -909,7 +927,8 @@ def check_dump(root: str, *, standard: str = DEFAULT_STANDARD, api: Optional[str
     """Check every call of the five operators in an msprobe dump (see the module docstring).
 
     ``jobs``: processes judging calls side by side, each on one core (None: every core this
-    process may use, where the dump holds more than one task; 1: this process, one thread).
+    process may use for a dump of several rank folders, else this process on ascendgrad's
+    threads; 1: this process, one thread).
     ``scheduler``: a Dask scheduler's address (or ``local:N``) to run on instead. ``plots``: a
     folder for one PNG per failed call (written where the call is judged). The result is the same
     whatever runs it: the calls in the dump's order.
@@ -926,9 +945,10 @@ def check_dump(root: str, *, standard: str = DEFAULT_STANDARD, api: Optional[str
         raise DumpError(f"jobs must be a whole number >= 1, got {jobs!r}")
     t0 = time.perf_counter()
     ranks = find_ranks(root)
-    n_jobs = jobs if jobs is not None else _cores()
-    tasks = _tasks(ranks, api, standard, plots, n_jobs if scheduler is None else 64, 1 if jobs is not None or
-                   scheduler is not None else None)
+    # by default, a dump of several rank folders on every core in processes; one rank folder here,
+    # on ascendgrad's threads (its calls' slices side by side), with no process to start
+    n_jobs = jobs if jobs is not None else (min(_cores(), len(ranks)) if len(ranks) > 1 else 1)
+    tasks = _tasks(ranks, api, standard, plots, n_jobs if scheduler is None else 64, 1)
     results: List[CallResult] = []
     plot_files: List[str] = []
     nbytes = 0
@@ -940,7 +960,7 @@ def check_dump(root: str, *, standard: str = DEFAULT_STANDARD, api: Optional[str
 
     if scheduler is None and (n_jobs == 1 or len(tasks) <= 1):
         for task in tasks:  # here: one thread for --jobs 1, ascendgrad's threads for a single task
-            t = task._replace(threads=1 if jobs == 1 else None)
+            t = task._replace(threads=1 if jobs == 1 else None)  # (processes and Dask workers: 1)
             for call, res, p, score, n, plot in _judged(t):
                 nbytes += n
                 plot_files += [plot] if plot else []

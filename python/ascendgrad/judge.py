@@ -13,8 +13,12 @@ all judge through this module::
 The metrics of every standard but ``dual-benchmark`` come from one pass of the compiled core over
 each slice of 2^20 elements (``csrc/kernels/judge.cpp``); the slices' sums merge in slice order,
 so a verdict and its numbers do not depend on the thread count. :func:`judge_op` computes the
-golden slice by slice (:mod:`ascendgrad.reference` in float64, on the slice's inputs) and judges
-each slice while it is in cache: the whole float64 golden is never held unless asked for.
+golden slice by slice and judges each slice while it is in cache: the whole float64 golden is
+never held unless asked for. The golden comes from the compiled kernels run in float64 on the
+slice's inputs widened to float64 (each thread's kernels on that thread alone);
+:mod:`ascendgrad.reference` stays their independent oracle in the tests (they agree to a few
+float64 ULPs) and makes the golden where a kernel refuses a slice (CANN's rank limits). The golden
+data of :mod:`ascendgrad.golden` remain the reference's, checked against the kernel.
 ``dual-benchmark`` (which needs a third result) runs :func:`ascendgrad.compare.compare_numpy`.
 
 The NumPy implementation of the standards, :func:`ascendgrad.compare.compare_numpy`, is the
@@ -64,7 +68,16 @@ class LogSoftmaxRows:
         self.x, self.shape = x, x.shape
 
     def __getitem__(self, rows: Any) -> np.ndarray:
-        return reference.log_softmax(self.x[rows], -1)
+        # reference.log_softmax's operations in its order (the same bits), in place: fewer passes
+        xs = _f64(np.asarray(self.x[rows]))
+        if xs.ndim != 2 or xs.shape[-1] == 0:
+            return reference.log_softmax(xs, -1)
+        xs = xs.copy() if np.shares_memory(xs, self.x) else xs
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            np.subtract(xs, np.max(xs, axis=-1, keepdims=True), out=xs)
+            lse = np.log(np.sum(np.exp(xs), axis=-1, keepdims=True))
+            np.subtract(xs, lse, out=xs)
+        return xs
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return reference.log_softmax(self.x, -1)
@@ -134,28 +147,56 @@ def _reference_slices(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], ou
 
 
 def _map(fn: Callable[[Any], _T], jobs: Iterator[Any], n: int) -> Iterator[_T]:
-    """fn over the jobs in order, on ascendgrad's threads when there is more than one slice."""
+    """fn over the jobs in order, on ascendgrad's threads when there is more than one slice (each
+    running its kernels on itself alone: no OpenMP team per thread)."""
     threads = max(1, _ops.get_num_threads())
     if n <= SLICE or threads == 1:
         yield from map(fn, jobs)
         return
+
+    def alone(job: Any) -> _T:
+        _core.set_thread_num_threads(1)
+        return fn(job)
+
     with ThreadPoolExecutor(threads) as pool:
-        yield from pool.map(fn, jobs)
+        yield from pool.map(alone, jobs)
+
+
+def _widened(v: Any) -> Any:
+    """A float array (or lazy rows) as float64; anything else as it is."""
+    if isinstance(v, LogSoftmaxRows):
+        return np.asarray(v)
+    if isinstance(v, np.ndarray) and (v.dtype.kind == "f" or v.dtype.name == "bfloat16"):
+        return v.astype(np.float64)
+    return v
+
+
+def _kernel_golden(op: str, kw: Dict[str, Any]) -> NDArray[np.float64]:
+    """The slice's golden from the compiled kernel run in float64 (its inputs widened in cache);
+    where the kernel refuses what the reference takes (CANN's rank limits, say), the reference."""
+    wide = {k: _widened(v) for k, v in kw.items()}
+    try:
+        out: NDArray[np.float64] = np.asarray(getattr(_ops, op)(**wide))
+        return out
+    except (ValueError, TypeError):  # AclnnError is a ValueError
+        return np.asarray(getattr(reference, op)(**wide), dtype=np.float64)
 
 
 def map_reference(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], out_shape: Tuple[int, ...],
-                  fn: Callable[[Any, _View, NDArray[np.float64]], _T]) -> Iterator[_T]:
+                  fn: Callable[[Any, _View, NDArray[np.float64]], _T], *, kernel: bool = False) -> Iterator[_T]:
     """``fn(index, view, reference)`` for each slice of the operator's float64 reference, in
     order, on ascendgrad's thread count (NumPy releases the GIL inside its loops; slices of 2^20
     elements keep the reference's temporaries in cache). ``view(a)[index]`` is the slice's place
     in an output-shaped array ``a``. Inputs may be lazy: anything with ``shape``,
-    ``__getitem__`` and ``__array__`` (e.g. :class:`LogSoftmaxRows`)."""
+    ``__getitem__`` and ``__array__`` (e.g. :class:`LogSoftmaxRows`). ``kernel``: each slice
+    from the compiled kernel run in float64 instead (as :func:`golden`), the reference where the
+    kernel refuses the slice."""
     ref_fn = getattr(reference, op)
 
     def one(job: Tuple[Any, _View, Dict[str, Any]]) -> _T:
         index, view, kw = job
         with np.errstate(all="ignore"):  # inf and NaN inputs are cases too
-            ref = np.asarray(ref_fn(**kw), dtype=np.float64)
+            ref = _kernel_golden(op, kw) if kernel else np.asarray(ref_fn(**kw), dtype=np.float64)
         return fn(index, view, ref)
 
     yield from _map(one, _reference_slices(op, inputs, attrs, out_shape), math.prod(out_shape))
@@ -176,27 +217,29 @@ def softshrink_golden(g: ArrayLike, x: ArrayLike, lambd: float, actual: Optional
     """Softshrink's golden gradient; where abs(x) lies between λ and λ rounded to x's dtype
     (PyTorch compares with the rounded λ, the aclnn API takes λ as float32) either answer is
     right: the one nearer ``actual`` is taken."""
-    gold = reference.softshrink_backward(g, x, lambd)
-    xa = np.asarray(x)
-    lam_dt = _lambd_in(xa, lambd)
+    kw = {"grad_output": np.asarray(g), "x": np.asarray(x)}
+    gold = _kernel_golden("softshrink_backward", dict(kw, lambd=lambd))
+    lam_dt = _lambd_in(kw["x"], lambd)
     if lam_dt == lambd or actual is None or np.shape(actual) != gold.shape:
         return gold
-    return _softshrink_pick(gold, reference.softshrink_backward(g, x, lam_dt), np.asarray(actual))
+    return _softshrink_pick(gold, _kernel_golden("softshrink_backward", dict(kw, lambd=lam_dt)), np.asarray(actual))
 
 
 def golden(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], out_shape: Optional[Sequence[int]] = None
            ) -> NDArray[np.float64]:
-    """The operator's float64 golden (:mod:`ascendgrad.reference`), computed by slices on
-    ascendgrad's threads. ``inputs`` are the NumPy function's keywords (cross entropy's
-    ``log_prob`` may be a :class:`LogSoftmaxRows`); ``out_shape`` defaults to the first
-    input's shape."""
+    """The operator's float64 golden, computed by slices on ascendgrad's threads: the compiled
+    kernel run in float64 on each slice's inputs widened to float64 (the reference's formulas;
+    :mod:`ascendgrad.reference` where the kernel refuses a slice, and as the tests' independent
+    oracle: they agree to a few float64 ULPs). ``inputs`` are the NumPy function's keywords
+    (cross entropy's ``log_prob`` may be a :class:`LogSoftmaxRows`); ``out_shape`` defaults to
+    the first input's shape."""
     shape = tuple(out_shape) if out_shape is not None else tuple(next(iter(inputs.values())).shape)
     out = np.empty(shape)
 
     def put(index: Any, view: _View, ref: NDArray[np.float64]) -> None:
         view(out)[index] = ref.reshape(view(out)[index].shape)
 
-    for _ in map_reference(op, inputs, attrs, shape, put):
+    for _ in map_reference(op, inputs, attrs, shape, put, kernel=True):
         pass
     return out
 
@@ -465,7 +508,7 @@ def judge_op(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], actual: Arr
             kw = {k: (view(v)[index] if index is not Ellipsis else v) for k, v in
                   (("grad_output", inputs["grad_output"]), ("x", inputs["x"]))}
             with np.errstate(all="ignore"):
-                ref = _softshrink_pick(ref.reshape(sub), reference.softshrink_backward(lambd=lam_alt, **kw), a_sl)
+                ref = _softshrink_pick(ref.reshape(sub), _kernel_golden(op, dict(kw, lambd=lam_alt)), a_sl)
         g = np.ascontiguousarray(ref, dtype=np.float64).reshape(-1)
         a = _contig(a_sl)
         if gold_out is not None:
@@ -476,6 +519,6 @@ def judge_op(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], actual: Arr
             view(score)[index] = so.reshape(sub)  # type: ignore[union-attr]
         return d, (lambda i: _flat_index(shape, index, view, i, sub)), a, g
 
-    for d, to_global, a, g in map_reference(op, inputs, attrs, shape, one):
+    for d, to_global, a, g in map_reference(op, inputs, attrs, shape, one, kernel=True):
         acc.add(d, to_global, a, g)
     return acc.report(shape, ulp_stats), gold_out, score

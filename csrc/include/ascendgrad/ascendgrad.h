@@ -17,6 +17,9 @@ ACL_FUNC_VISIBILITY const char *ascendgradVersion(void);
 /* Threads a kernel may use; starts at OMP_NUM_THREADS or the number of cores. n <= 0 resets. */
 ACL_FUNC_VISIBILITY void ascendgradSetNumThreads(int n);
 ACL_FUNC_VISIBILITY int ascendgradGetNumThreads(void);
+/* Threads a kernel may use when called from the calling thread, over the process-wide count (a
+   program that runs kernels on several threads of its own asks for 1 on each); n <= 0 resets. */
+ACL_FUNC_VISIBILITY void ascendgradSetThreadNumThreads(int n);
 /* Instruction set the kernels run with: "avx512", "avx2" (x86-64), "neon" (aarch64) or "baseline"
    (the best this CPU has, chosen once; the environment variable ASCENDGRAD_ISA=baseline|avx2 asks
    for at most that). */
