@@ -1,5 +1,7 @@
 """Speed of ``dump-check`` on a cluster's dump: MB of tensors judged per second with ``--jobs 1``
-and ``--jobs N``, and on a Dask ``LocalCluster`` of 1 and N worker processes, in one run.
+and ``--jobs N``, and on a Dask ``LocalCluster`` of 1 and N worker processes, in one run. Each run
+is the command a user types (``python -m ascendgrad dump-check DUMP ...``), timed whole: the
+interpreter's start, the imports, the processes' or the cluster's start included.
 
 The dump: one real msprobe dump (tests_py/msprobe_dump.py, 42 calls of the five operators in three
 dtypes) laid out as --ranks rank folders by tests_py/cluster_dump.py (hard links: no disk cost),
@@ -9,7 +11,9 @@ fails. Usage: ``python bench/dump_cluster.py [--ranks 64] [--size 256] [--jobs 2
 """
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,7 +24,19 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests_py"))
 import cluster_dump  # noqa: E402
 from _cpu import cpu_model  # noqa: E402
 
-from ascendgrad.dump_check import FAIL, check_dump  # noqa: E402
+FAIL = "fail"
+
+
+def dump_check(root, args, out):
+    """The command's wall time and its JSON document."""
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "ascendgrad", "dump-check", root, "--json", out, *args],
+                       capture_output=True, text=True)
+    sec = time.perf_counter() - t
+    if r.returncode not in (0, 1):
+        sys.exit(f"dump-check {' '.join(args)} failed:\n{r.stderr[-2000:]}")
+    with open(out) as f:
+        return sec, json.load(f)
 
 
 def main():
@@ -37,27 +53,25 @@ def main():
         t = time.perf_counter()
         root = cluster_dump.make(tmp.name, args.ranks, size=args.size, corrupt_rank=args.ranks // 2)
         print(f"dump of {args.ranks} ranks made in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-    check_dump(root, jobs=1, api="Functional.softmax.0")  # warm-up: imports, page cache of dump.json
-    runs = [("--jobs 1", dict(jobs=1)), (f"--jobs {args.jobs}", dict(jobs=args.jobs)),
-            ("LocalCluster 1 worker", dict(scheduler="local:1")),
-            (f"LocalCluster {args.jobs} workers", dict(scheduler=f"local:{args.jobs}"))]
+    dump_check(root, ["--jobs", "1", "--api", "Functional.softmax.0"], os.path.join(root, "..", "w.json"))  # warm-up
+    runs = [("--jobs 1", ["--jobs", "1"]), (f"--jobs {args.jobs}", ["--jobs", str(args.jobs)]),
+            ("LocalCluster 1 worker", ["--scheduler", "local:1"]),
+            (f"LocalCluster {args.jobs} workers", ["--scheduler", f"local:{args.jobs}"])]
     print(f"{cpu_model()}; {args.ranks} ranks, size {args.size}")
     print(f"{'run':24} {'calls':>6} {'fail':>5} {'MB read':>9} {'seconds':>8} {'MB/s':>8} {'speed-up':>8}")
     base = {}
     first = None
-    for name, kw in runs:
-        t = time.perf_counter()
-        res = check_dump(root, **kw)
-        sec = time.perf_counter() - t  # with the cluster's start: what a user waits for
-        s = res.summary()
-        verdicts = [(c.step, c.rank, c.api, c.verdict) for c in res.calls]
+    for name, cli in runs:
+        sec, doc = dump_check(root, cli, os.path.join(root, "..", "verdicts.json"))
+        s = doc["summary"]
+        verdicts = [(c["step"], c["rank"], c["api"], c["verdict"]) for c in doc["calls"]]
         first = first or verdicts
         assert verdicts == first, f"{name}: other verdicts than --jobs 1"
-        assert {c.rank for c in res.calls if c.verdict == FAIL} == {args.ranks // 2}
-        mbs = res.nbytes / 1e6 / sec
-        kind = "cluster" if "scheduler" in kw else "jobs"
+        assert {c["rank"] for c in doc["calls"] if c["verdict"] == FAIL} == {args.ranks // 2}
+        mbs = s["tensor_bytes"] / 1e6 / sec
+        kind = "cluster" if "--scheduler" in cli else "jobs"
         base.setdefault(kind, mbs)
-        print(f"{name:24} {s['calls']:6} {s[FAIL]:5} {res.nbytes / 1e6:9.0f} {sec:8.1f} {mbs:8.1f} "
+        print(f"{name:24} {s['calls']:6} {s[FAIL]:5} {s['tensor_bytes'] / 1e6:9.0f} {sec:8.1f} {mbs:8.1f} "
               f"{mbs / base[kind]:7.2f}x")
     if tmp is not None:
         tmp.cleanup()

@@ -77,8 +77,8 @@ def test_jobs_and_scheduler_agree_and_only_rank_5_fails(dump, tmp_path):
     assert sum(e["pass"] + e["fail"] + e["not comparable"] for e in by_rank) == len(calls)
 
     lines = ref_text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("failures per rank and API"))
-    assert "(1 of 8 ranks fail)" in lines[start]
+    start = next(i for i, line in enumerate(lines) if line.startswith("failures per step/rank and API"))
+    assert f"rank {BAD} (1 of 8 step/rank pairs fail)" in lines[start]
     rows = {line.split()[0]: line.split()[1:] for line in lines[start + 2:start + 2 + RANKS]}
     assert list(rows) == [f"0/{r}" for r in range(RANKS)]
     assert rows[f"0/{BAD}"][-1] == str(len(failed)) and all(v != "." for v in rows[f"0/{BAD}"])

@@ -200,6 +200,10 @@ class CompareReport:
     -1, from bulk checks that skip it). ``rtol``, ``atol``,
     ``max_fraction`` (1 − the required matched ratio), ``max_ratio`` are the ``cann`` standard's
     (``max_ratio`` inf unless asked for); None under the other standards.
+
+    ``repr()`` is a few lines (verdict, the checks that decided, the worst element), ``str()``
+    the full report; in a notebook it shows as a table. A report made by :func:`compare` keeps
+    references to the arrays it compared, for :meth:`plot`.
     """
 
     passed: bool
@@ -267,6 +271,97 @@ class CompareReport:
         for r in self.reasons:
             lines.append(f"  FAIL: {r}")
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        from . import _display as D
+
+        lvl = f" {self.level}" if self.level else ""
+        head = (f"<CompareReport: {'PASSED' if self.passed else 'FAILED'} under {self.standard}{lvl},"
+                f" {self.dtype} shape={self.shape}, max abs err {D.num(self.max_abs_err)},"
+                f" beyond tolerance {self.beyond}/{self.size}>")
+        # the checks that decided: those that failed, else all of them (each held)
+        checks = ("checks: " + "; ".join(map(str, self.checks)) if self.checks else "") if self.passed \
+            else "failed: " + "; ".join(self.reasons)
+        w = self.worst[0] if self.worst else None
+        worst = (f"worst {w.location}: actual {w.actual:.7g}, expected {w.expected:.7g}, |err| {w.abs_err:.3g},"
+                 f" score {w.ratio:.3g}") if w else ""
+        return D.lines(head, checks, worst)
+
+    def _repr_html_(self) -> str:
+        from . import _display as D
+
+        lvl = f" {self.level}" if self.level else ""
+        what = f" under {self.standard}{lvl} · {self.dtype} · shape {self.shape} · {self.size} elements"
+        title = D.Raw(D.verdict(self.passed, "PASSED" if self.passed else "FAILED") + D.esc(what))
+        checks = D.table(("check", "value", "op", "limit", "verdict"),
+                         [(c.metric, D.num(c.value), c.op, D.num(c.limit), D.verdict(c.passed)) for c in self.checks],
+                         caption="checks (the standard's rules)")
+        stats = D.pairs([*((k, D.num(v)) for k, v in self.metrics.items()),
+                         ("abs error max / mean", f"{D.num(self.max_abs_err)} / {D.num(self.mean_abs_err)}"),
+                         ("rel error max / mean", f"{D.num(self.max_rel_err)} / {D.num(self.mean_rel_err)}"),
+                         ("beyond tolerance", f"{self.beyond}/{self.size} ({self.beyond_fraction:.3%})"),
+                         ("NaN / inf mismatches", f"{self.nan_mismatch} / {self.inf_mismatch}"),
+                         *([("max ULP", self.max_ulp)] if self.max_ulp >= 0 else [])],
+                        caption="metrics")
+        worst = D.table(("index", "actual", "expected", "|err|", "rel", "ulp", "score"),
+                        [(m.location, f"{m.actual:.7g}", f"{m.expected:.7g}", D.num(m.abs_err, 3),
+                          D.num(m.rel_err, 3), "-" if m.ulp is None else m.ulp, D.num(m.ratio, 3))
+                         for m in self.worst], caption="worst elements") if self.worst else ""
+        hist = {k: n for k, n in self.ulp_histogram.items() if n}
+        ulp = D.table(tuple(hist), [tuple(hist.values())],
+                      caption=f"ULP distance in {self.dtype} (elements)") if hist else ""
+        th = "thresholds: " + ", ".join(f"{k}={v:.4g}" for k, v in self.thresholds.items())
+        return str(D.report("CompareReport", title, [checks, stats, worst, ulp], notes=[th]))
+
+    def plot(self, name: Optional[str] = None) -> Any:
+        """The figure of this comparison, a ``matplotlib.figure.Figure`` (shown inline in a
+        notebook; ``.savefig(path)`` writes it): the error over the tensor's two largest dims
+        and its histogram against the standard's per-element threshold (dump-check's
+        ``--plots`` picture). ``name`` titles it (default: ``compare [dtype] shape``).
+
+        The per-element scores are computed again from the arrays that :func:`compare` was
+        given (the report keeps references to them, not copies; a report that went through
+        pickle or ``dataclasses.replace`` keeps none).
+
+        Raises:
+            ImportError: without matplotlib (``pip install matplotlib``).
+            ValueError: the report keeps no arrays (it did not come from :func:`compare` or
+                :func:`compare_numpy`), or they have changed since it was made.
+        """
+        from . import _display
+
+        _display.require_matplotlib()
+        src = self.__dict__.get("_source")
+        if src is None:
+            raise ValueError("this report keeps no arrays to plot: only reports made by ascendgrad.compare() "
+                             "(or compare_numpy()) do; compare the arrays with it to plot them")
+        actual, expected, kw, with_numpy = src
+        score: Optional[_F64]
+        if with_numpy:
+            again, score = _compare_scored(actual, expected, **kw)
+        else:
+            from .judge import compare_arrays
+
+            again, score = compare_arrays(actual, expected, want_score=True, **kw)
+        same = (again.passed, again.beyond, again.nan_mismatch, again.inf_mismatch) == \
+            (self.passed, self.beyond, self.nan_mismatch, self.inf_mismatch) and \
+            (again.max_abs_err == self.max_abs_err or (math.isnan(again.max_abs_err) and math.isnan(self.max_abs_err)))
+        if not same or score is None:
+            raise ValueError("the arrays of this report have changed since it was made (modified in place?); "
+                             "compare them again to plot them")
+        return _display.figure(score, f"compare [{self.dtype}] {self.shape}" if name is None else name,
+                               "pass" if self.passed else "fail", "; ".join(self.reasons), self.standard)
+
+    def _keep(self, actual: Any, expected: Any, kw: Dict[str, Any], with_numpy: bool = False) -> "CompareReport":
+        """Keep references to the compared arrays (for :meth:`plot`), outside the fields: not in
+        :meth:`to_dict`, ``asdict``, ``==``, nor in a pickle."""
+        self.__dict__["_source"] = (actual, expected, kw, with_numpy)
+        return self
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_source", None)  # the arrays stay here: a pickled report carries its numbers only
+        return state
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain Python data (JSON-ready; infinities stay floats, ``json`` writes Infinity)."""
@@ -580,10 +675,9 @@ def compare(
     """
     from .judge import compare_arrays  # the one judge (compiled, by slices on every thread)
 
-    return compare_arrays(
-        actual, expected, standard=standard, benchmark=benchmark, level=level, dtype=dtype, rtol=rtol,
-        atol=atol, max_fraction=max_fraction, max_abs=max_abs, max_ratio=max_ratio, equal_nan=equal_nan,
-        worst=worst)[0]
+    kw = dict(standard=standard, benchmark=benchmark, level=level, dtype=dtype, rtol=rtol, atol=atol,
+              max_fraction=max_fraction, max_abs=max_abs, max_ratio=max_ratio, equal_nan=equal_nan, worst=worst)
+    return compare_arrays(actual, expected, **kw)[0]._keep(actual, expected, kw)
 
 
 def compare_numpy(
@@ -605,10 +699,9 @@ def compare_numpy(
     """:func:`compare` computed by NumPy alone, element arrays and all: the standards as written
     (the tests' oracle for :mod:`ascendgrad.judge`, and what ``dual-benchmark`` runs). Same
     arguments, same report; several times slower and larger in memory."""
-    return _compare_scored(
-        actual, expected, standard=standard, benchmark=benchmark, level=level, dtype=dtype, rtol=rtol,
-        atol=atol, max_fraction=max_fraction, max_abs=max_abs, max_ratio=max_ratio, equal_nan=equal_nan,
-        worst=worst)[0]
+    kw = dict(standard=standard, benchmark=benchmark, level=level, dtype=dtype, rtol=rtol, atol=atol,
+              max_fraction=max_fraction, max_abs=max_abs, max_ratio=max_ratio, equal_nan=equal_nan, worst=worst)
+    return _compare_scored(actual, expected, **kw)[0]._keep(actual, expected, kw, True)
 
 
 def _compare_scored(

@@ -838,11 +838,11 @@ def _local_pool(jobs: int) -> Any:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    # forkserver: workers forked from a clean process, never from this one (whose OpenMP and
-    # PyTorch threads a fork would leave behind); it imports what every task needs once
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["ascendgrad.dump_check"] + (["torch"] if _has("torch") else []))
-    return ProcessPoolExecutor(jobs, mp_context=ctx)
+    # fork on Linux, as PyTorch's DataLoader: workers start at once, with what this process has
+    # imported, and never re-run the user's main script (a notebook's, or stdin's: spawn cannot).
+    # The kernels run single-threaded in a forked child (csrc/kernels/parallel.cpp), as tasks ask.
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method))
 
 
 def _has(module: str) -> bool:
@@ -948,7 +948,9 @@ def check_dump(root: str, *, standard: str = DEFAULT_STANDARD, api: Optional[str
     # by default, a dump of several rank folders on every core in processes; one rank folder here,
     # on ascendgrad's threads (its calls' slices side by side), with no process to start
     n_jobs = jobs if jobs is not None else (min(_cores(), len(ranks)) if len(ranks) > 1 else 1)
-    tasks = _tasks(ranks, api, standard, plots, n_jobs if scheduler is None else 64, 1)
+    # a Dask task costs tens of milliseconds of the scheduler's: one per rank folder there (a
+    # single rank folder in eight batches), where processes here take a rank's calls in batches
+    tasks = _tasks(ranks, api, standard, plots, n_jobs if scheduler is None else (1 if len(ranks) > 1 else 2), 1)
     results: List[CallResult] = []
     plot_files: List[str] = []
     nbytes = 0
@@ -1053,7 +1055,10 @@ def rank_table(res: DumpResult) -> str:
         counts = [fails.get((sr[0], sr[1], a), 0) for a in cols]
         rows.append([_rank_label(*sr)] + [str(n) if n else "." for n in counts] + [str(sum(counts))])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [f"failures per rank and API ({len(failing)} of {len(ranks)} ranks fail):"]
+    bad = sorted({sr[1] for sr in failing}, key=str)
+    lines = [f"failures per step/rank and API: rank{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))} "
+             f"({len(failing)} of {len(ranks)} step/rank pairs fail):" if failing else
+             f"failures per step/rank and API: none of {len(ranks)} step/rank pairs fails:"]
     lines += ["  " + "  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip()
               for r in rows]
     for sr in failing:
@@ -1082,7 +1087,7 @@ def plot_ranks(path: str, res: DumpResult) -> None:
     ax.set_xlabel("API")
     ax.set_ylabel("step/rank")
     n_bad = sum(1 for sr in ranks if any(k[:2] == sr for k in fails))
-    ax.set_title(f"failed calls: {n_bad} of {len(ranks)} ranks fail (standard {res.standard})", fontsize=9)
+    ax.set_title(f"failed calls: {n_bad} of {len(ranks)} step/rank pairs fail (standard {res.standard})", fontsize=9)
     fig.colorbar(im, ax=ax, label="failed calls")
     fig.tight_layout()
     fig.savefig(path, dpi=80)

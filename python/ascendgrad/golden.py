@@ -912,6 +912,37 @@ class CaseVerdict:
         return {"case": self.case, "verdict": self.verdict, "error": self.error,
                 "outputs": {k: r.to_dict() for k, r in self.reports.items()}}
 
+    def _rows(self) -> List[Tuple[Any, ...]]:
+        """Table rows (case, output, verdict cell, max abs err, worst element, why) for HTML."""
+        from . import _display as D
+
+        if self.verdict == "error":
+            return [(self.case, "-", D.verdict("error", "ERROR"), "-", "-", self.error)]
+        rows: List[Tuple[Any, ...]] = []
+        for name, r in self.reports.items():
+            w = r.worst[0] if r.worst else None
+            rows.append((self.case, name, D.verdict(r.passed), D.num(r.max_abs_err, 3),
+                         f"{list(w.location)}: {w.actual:.7g} vs {w.expected:.7g}" if w else "-",
+                         "; ".join(r.reasons)))
+        return rows
+
+    def __repr__(self) -> str:
+        from . import _display as D
+
+        if self.verdict == "error":
+            return D.lines(f"<CaseVerdict {self.case}: error>", self.error)
+        outs = "; ".join(f"{k} {'pass' if r.passed else 'FAIL'} (max abs err {D.num(r.max_abs_err, 3)}"
+                         + (f": {', '.join(r.reasons)}" if r.reasons else "") + ")" for k, r in self.reports.items())
+        return D.lines(f"<CaseVerdict {self.case}: {self.verdict}>", outs)
+
+    def _repr_html_(self) -> str:
+        from . import _display as D
+
+        return str(D.table(_CASE_HEADER, self._rows()))
+
+
+_CASE_HEADER = ("case", "output", "verdict", "max abs err", "worst element (index: actual vs golden)", "why")
+
 
 @dataclasses.dataclass
 class CheckReport:
@@ -940,6 +971,42 @@ class CheckReport:
         return {"standard": self.standard, "passed": sum(c.verdict == "pass" for c in self.cases),
                 "failed": self.failed, "errors": self.errors, "exit_code": self.exit_code,
                 "cases": [c.to_dict() for c in self.cases]}
+
+    def __repr__(self) -> str:
+        from . import _display as D
+
+        n = len(self.cases)
+        word = "PASSED" if self else ("ERROR" if self.errors else "FAILED")
+        ok = n - len(self.failed) - len(self.errors)
+        head = f"<CheckReport: {word} under {self.standard}, {ok}/{n} cases passed>"
+        failed = f"failed ({len(self.failed)}): {', '.join(self.failed)}" if self.failed else ""
+        errors = f"file errors ({len(self.errors)}): {', '.join(self.errors)}" if self.errors else ""
+        worst = ""
+        scored = [(r.max_abs_err, c.case, k, r) for c in self.cases if c.verdict == "fail"
+                  for k, r in c.reports.items() if not r.passed]
+        if scored:
+            _, case, k, r = max(scored, key=lambda t: t[0] if t[0] == t[0] else math.inf)
+            worst = f"worst: {case} {k}: max abs err {D.num(r.max_abs_err, 3)}; {'; '.join(r.reasons)}"
+        return D.lines(head, failed, errors, worst)
+
+    def _repr_html_(self) -> str:
+        from . import _display as D
+
+        n = len(self.cases)
+        ok = n - len(self.failed) - len(self.errors)
+        word = "PASSED" if self else ("ERROR" if self.errors else "FAILED")
+        title = D.Raw(D.verdict(bool(self), word) + D.esc(f" under {self.standard} · {ok}/{n} cases passed"))
+        # the cases that did not pass first of all, then the passing ones, up to the table's cap
+        bad = [row for c in self.cases if c.verdict != "pass" for row in c._rows()]
+        good = [row for c in self.cases if c.verdict == "pass" for row in c._rows()]
+        rows = (bad + good)[:D.MAX_ROWS]
+        hidden = len(bad) + len(good) - len(rows)
+        note = ""
+        if hidden:
+            note = f"{hidden} more rows not shown" + (" (all passing)" if len(bad) <= len(rows) else "")
+        return str(D.report("CheckReport", title, [D.table(_CASE_HEADER, rows, max_rows=len(rows))],
+                            notes=[(("cases that did not pass first; " if bad and good else "") + note) if note
+                                   else ""]))
 
     def __str__(self) -> str:
         rows = [("case", "output", "verdict", "max abs err", "worst element (index: actual vs golden)")]

@@ -128,13 +128,53 @@ class GradcheckResult:
             lines.append(f"  note: {self.note}")
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        from . import _display as D
 
-def _short(v, limit=40):
+        mode = "fast" if self.fast_mode else "slow"
+        opts = "".join(f", {k}={_short(v, 24)}" for k, v in self.options.items())
+        head = (f"<GradcheckResult: {'PASSED' if self.passed else 'FAILED'} {self.op}[{self.dtype}]"
+                f" shape={tuple(self.shape)}{opts}, {mode} mode>")
+        nums = (f"max_abs_err={D.num(self.max_abs_err, 3)} max_rel_err={D.num(self.max_rel_err, 3)}"
+                f" (atol={self.atol:.3g}, rtol={self.rtol:.3g})")
+        if self.probes:
+            nums += f"; fast probes {sum(p.ok for p in self.probes)}/{len(self.probes)} within tolerance"
+        worst = ""
+        if self.worst:
+            e = self.worst[0]
+            worst = (f"worst {e.index} of {self.checked}: numerical {e.numerical:.6g}, analytical {e.analytical:.6g},"
+                     f" |err| {e.abs_err:.3g} / tol {e.tol:.3g}")
+        return D.lines(head, nums, worst, f"note: {self.note}" if self.note else "")
+
+    def _repr_html_(self) -> str:
+        from . import _display as D
+
+        mode = "fast" if self.fast_mode else "slow"
+        title = D.Raw(D.verdict(self.passed, "PASSED" if self.passed else "FAILED")
+                      + D.esc(f" {self.op}[{self.dtype}] shape {tuple(self.shape)} · {mode} mode"))
+        summary = D.pairs([("max abs err", D.num(self.max_abs_err)), ("max rel err", D.num(self.max_rel_err)),
+                           ("atol / rtol", f"{self.atol:.3g} / {self.rtol:.3g}"), ("eps", f"{self.eps:g}"),
+                           ("seed", self.seed), ("elements compared", self.checked),
+                           *((k, _short(v)) for k, v in self.options.items())], caption="gradcheck")
+        probes = D.table(("probe", "analytical <u, vjp>", "numerical D_u", "|error|", "tol", "verdict"),
+                         [(i, f"{p.analytical:.6g}", f"{p.numerical:.6g}", D.num(p.error, 3), D.num(p.tol, 3),
+                           D.verdict(p.ok)) for i, p in enumerate(self.probes)],
+                         caption="fast-mode probes") if self.probes else ""
+        worst = D.table(("index", "numerical", "analytical", "|err|", "tol", "|err| / tol", "verdict"),
+                        [(e.index, f"{e.numerical:.6g}", f"{e.analytical:.6g}", D.num(e.abs_err, 3),
+                          D.num(e.tol, 3), D.num(_ratio(e.abs_err, e.tol), 3), D.verdict(bool(e.abs_err <= e.tol)))
+                         for e in self.worst[:SHOW_WORST]],
+                        caption=f"worst elements of {self.checked} compared") if self.worst else ""
+        return str(D.report("GradcheckResult", title, [summary, probes, worst],
+                            notes=[f"note: {self.note}" if self.note else ""]))
+
+
+def _short(v: Any, limit: int = 40) -> str:
     s = repr(v.tolist() if isinstance(v, np.ndarray) else v)
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
-def _ratio(err, tol):
+def _ratio(err: float, tol: float) -> float:
     """How far out of tolerance: err/tol, NaN → inf, 0/0 → 0."""
     if not err == err:
         return math.inf

@@ -16,9 +16,10 @@ Three uses, one table of the five operators' PyTorch forms (:data:`APIS`):
    form; every other form runs PyTorch's own code; :meth:`ascend_backward.summary` counts both.
 3. :class:`autocompare`: judges, during backward, the gradient that the backend (PyTorch's CPU
    kernels, an NPU under torch_npu, or ascendgrad's own under :class:`ascend_backward`)
-   computes for each call of the five w.r.t. its first input, against the float64 golden of
-   :mod:`ascendgrad.reference` under a named precision standard; failing calls can be saved
-   as :mod:`ascendgrad.golden` case folders.
+   computes for each call of the five w.r.t. its first input, against the float64 golden
+   (:mod:`ascendgrad.judge`) under a named precision standard; failing calls can be saved as
+   :mod:`ascendgrad.golden` case folders; a budget bounds its cost; under ``torch.distributed``
+   :meth:`AutocompareReport.gather` makes one report of every rank's.
 
 ``import ascendgrad`` never imports this module or PyTorch.
 """
@@ -68,6 +69,7 @@ __all__ = [
     "AutocompareReport",
     "GradientMismatchError",
     "GradientMismatchWarning",
+    "FUSED_ATTENTION_REASON",
 ]
 
 Tensor = torch.Tensor
@@ -315,6 +317,19 @@ _API_OF_FUNC: Dict[Any, str] = {
 }
 
 
+# Attention whose softmax runs inside one call that ascendgrad does not see into (on the NPU:
+# FlashAttentionScore, not SoftmaxBackward): counted with the reason, never routed or judged.
+_FUSED_ATTENTION: Dict[Any, str] = {
+    F.scaled_dot_product_attention: "Functional.scaled_dot_product_attention",
+    F.multi_head_attention_forward: "Functional.multi_head_attention_forward",  # nn.MultiheadAttention
+}
+if hasattr(torch, "_native_multi_head_attention"):  # nn.MultiheadAttention's inference fast path
+    _FUSED_ATTENTION[torch._native_multi_head_attention] = "Torch._native_multi_head_attention"
+#: Why a fused attention call is neither routed nor judged (its count's reason).
+FUSED_ATTENTION_REASON = ("fused attention: its softmax runs inside this one call (FlashAttentionScore on the NPU, "
+                          "not SoftmaxBackward); eager attention (softmax(q @ k^T / sqrt(d)) @ v) is judged")
+
+
 def _bind(api: Api, args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The call's arguments by name, defaults filled in; None when they do not fit the
     signature (PyTorch then raises its own error)."""
@@ -485,13 +500,20 @@ class _Mode(TorchFunctionMode):
         kwargs = kwargs or {}
         try:
             name = _API_OF_FUNC.get(func)
+            fused = None if name is not None else _FUSED_ATTENTION.get(func)
         except TypeError:  # an unhashable callable
-            name = None
+            name = fused = None
+        if fused is not None:
+            self._passed(fused, FUSED_ATTENTION_REASON)
         if name is None:
             return func(*args, **kwargs)
         return self._call(APIS[name], func, args, kwargs)
 
     def _call(self, api: Api, func: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _passed(self, api: str, why: str) -> None:
+        """A call this mode sees but neither routes nor judges, counted with the reason."""
         raise NotImplementedError
 
 
@@ -633,6 +655,10 @@ class ascend_backward(_Mode):
         w = [max(len(r[i]) for r in rows) for i in range(2)]
         return "\n".join(f"{r[0].ljust(w[0])}  {r[1].rjust(w[1])}  {r[2]}" for r in rows)
 
+    def _passed(self, api: str, why: str) -> None:
+        with self._lock:
+            self._counts[api][why] += 1
+
     def _call(self, api: Api, func: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
         b = _bind(api, args, kwargs)
         why = self._not_now() or ("arguments do not fit the signature" if b is None else _uncovered(api, b))
@@ -703,14 +729,15 @@ class _Record:
     freed with the graph, reported as forward-only if no input gradient reached it."""
 
     def __init__(self, report: "AutocompareReport", seq: int, name: str, api: Api, attrs: Dict[str, Any],
-                 saved: Dict[str, Tensor]) -> None:
+                 saved: Dict[str, Tensor], step: int, key: Tuple[Any, ...], cost: float) -> None:
         self.report, self.seq, self.name, self.api, self.attrs = report, seq, name, api, attrs
+        self.step, self.key, self.cost = step, key, cost  # cost: the CPU seconds reserved for it (budget)
         self.saved: Optional[Dict[str, Tensor]] = saved
         x = saved["input"]
         self.dtype, self.shape = str(x.dtype)[6:], list(x.shape)
         self.g: Optional[Tensor] = None
         self.gz: Optional[Tensor] = None
-        self._finalizer = weakref.finalize(self, report._forward_only, seq, name, self.dtype, self.shape)
+        self._finalizer = weakref.finalize(self, report._forward_only, seq, name, self.dtype, self.shape, step, cost)
 
     def tap_input(self, x: Tensor) -> Tensor:
         xt = x.view_as(x)  # used by this call alone: its gradient is this call's
@@ -738,6 +765,20 @@ class _Record:
         self.report._backward_ran(self, saved, gx, g, gz)
 
 
+_GLOO: Dict[Any, Any] = {}
+
+
+def _gloo_group() -> Any:
+    """A gloo group of every rank, made once per default group: reports travel as Python objects,
+    whatever backend the training uses."""
+    import torch.distributed as dist
+
+    key = id(dist.group.WORLD)
+    if key not in _GLOO:
+        _GLOO[key] = dist.new_group(backend="gloo")
+    return _GLOO[key]
+
+
 #: Gradients of this many elements and more are judged beside the step (on_fail="record");
 #: smaller ones in the hook, where judging costs less than handing the call to a thread.
 _BESIDE = 1 << 20
@@ -758,6 +799,9 @@ class AutocompareReport:
         self._seconds = 0.0
         self._rank: Any = None
         self._saved_cases: List[str] = []
+        self._cpu = 0.0  # CPU seconds the judging took (measured), and those reserved by calls to come
+        self._reserved = 0.0
+        self._cost: Dict[Tuple[Any, ...], float] = {}  # the last CPU seconds per (API, shape, dtype)
         self._pool: Optional[ThreadPoolExecutor] = None  # on_fail="record": judged beside the step
         self._futures: List[Future] = []
         self._slots = threading.Semaphore(2)  # calls waiting for their verdict: bounded memory
@@ -807,8 +851,54 @@ class AutocompareReport:
     def _result(self) -> _dc.DumpResult:
         return _dc.DumpResult(self.standard, "autocompare", self.calls, self._bytes, self._seconds)
 
+    def by_rank(self) -> List[Dict[str, Any]]:
+        """One entry per (step, rank), as dump-check's ``summary.by_rank``: ``{"step", "rank",
+        "pass", "fail", "not comparable"}`` (the step: which entry of the ``autocompare`` object,
+        from 0; the rank: ``torch.distributed``'s, None without it)."""
+        return self._result().by_rank()
+
+    def plot(self, path: Union[str, os.PathLike[str]]) -> str:
+        """A heat map of failures, step/rank by API, as a PNG at ``path`` (dump-check's
+        ``ranks.png``; needs matplotlib). Returns the path."""
+        out = os.fspath(path)
+        _dc.plot_ranks(out, self._result())
+        return out
+
+    def gather(self, dst: int = 0) -> Optional["AutocompareReport"]:
+        """Every rank's report in one, on rank ``dst`` (None on the others): a collective that
+        every rank of ``torch.distributed``'s default group calls, over a gloo group of its own
+        (whatever the training's backend: hccl, nccl, gloo). The calls keep their ranks, in rank
+        order; ``summary()`` then ends with the rank × API table of failures."""
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError("AutocompareReport.gather needs torch.distributed initialised (every rank calls it)")
+        group = _gloo_group()
+        rank, world = dist.get_rank(), dist.get_world_size()
+        mine = {"rank": rank, "calls": [c.to_dict() for c in self.calls], "not_judged": self.not_judged,
+                "pending": self.pending, "bytes": self._bytes, "seconds": self._seconds, "cpu": self._cpu,
+                "saved_cases": self.saved_cases}
+        parts: Optional[List[Any]] = [None] * world if rank == dst else None
+        dist.gather_object(mine, parts, dst=dst, group=group)
+        if parts is None:
+            return None
+        out = AutocompareReport(self.standard, self.on_fail, self.save_dir)
+        for part in sorted(parts, key=lambda d: d["rank"]):
+            for i, c in enumerate(part["calls"]):
+                out._results.append(((part["rank"], i), _dc.CallResult(**c)))  # type: ignore[arg-type]
+            for api, reasons in part["not_judged"].items():
+                out._not_judged[api].update(reasons)
+            out._pending += part["pending"]
+            out._bytes += part["bytes"]
+            out._seconds += part["seconds"]
+            out._cpu += part["cpu"]
+            out._saved_cases += part["saved_cases"]
+        out._rank = rank
+        return out
+
     def summary(self) -> str:
-        """The calls as dump-check prints them, then the calls not judged and why."""
+        """The calls as dump-check prints them (with more than one rank, the rank × API table of
+        failures), then the calls not judged and why."""
         lines = [_dc.table(self._result())]
         nj = self.not_judged
         if nj:
@@ -853,10 +943,11 @@ class AutocompareReport:
             self._pending += 1
             self._bytes += nbytes
 
-    def _forward_only(self, seq: int, name: str, dtype: str, shape: List[int]) -> None:
+    def _forward_only(self, seq: int, name: str, dtype: str, shape: List[int], step: int, cost: float) -> None:
         with self._lock:
             self._pending -= 1
-        self._add(seq, _dc.CallResult(name, None, self._rank_now(), dtype, shape, _dc.NC,
+            self._reserved -= cost
+        self._add(seq, _dc.CallResult(name, step, self._rank_now(), dtype, shape, _dc.NC,
                                       "forward only: no gradient w.r.t. its input was computed before its graph "
                                       "was freed", {}, None))
 
@@ -890,8 +981,8 @@ class AutocompareReport:
 
     def _judge(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
                gz: Optional[Tensor]) -> None:
-        t0 = time.perf_counter()
-        call = _dc.Call(rec.name, rec.api.name, _dc.Rank("", None, self._rank_now()), None, None)
+        t0, c0 = time.perf_counter(), time.process_time()
+        call = _dc.Call(rec.name, rec.api.name, _dc.Rank("", rec.step, self._rank_now()), None, None)
         actual = asarray(_host(gx))
         case: Callable[[], Dict[str, np.ndarray]] = dict
         p: Union[_dc.Prepared, _dc.NotComparable]
@@ -909,6 +1000,12 @@ class AutocompareReport:
             self._save(rec, p, case, actual)
         with self._lock:
             self._seconds += time.perf_counter() - t0
+            # the process's CPU time while it ran (what the step's threads did meanwhile too, when
+            # judged beside the step: an upper bound, the safe side of a budget)
+            cpu = time.process_time() - c0
+            self._cpu += cpu
+            self._reserved -= rec.cost
+            self._cost[rec.key] = cpu
         self._add(rec.seq, res)
         if res.verdict == _dc.FAIL and self.on_fail != "record":
             msg = _describe(res)
@@ -974,10 +1071,10 @@ class autocompare(_Mode):
     ``with autocompare(...) as report:`` — every call of the APIs :class:`ascend_backward`
     routes (any device), and of this module's functions, is tapped: a hook on a view of its
     first input and one on its output capture, during backward, the gradient the backend
-    computed for that call alone and the upstream gradient it received. The golden is
-    :mod:`ascendgrad.reference` in float64 on host copies of the forward's inputs, with the
-    call's attributes; the verdict is the named standard's (:mod:`ascendgrad.compare`). The
-    taps change nothing: every gradient is bitwise what it is without them.
+    computed for that call alone and the upstream gradient it received. The golden and the
+    verdict are the judge's (:mod:`ascendgrad.judge`: float64, by slices on ascendgrad's
+    threads, under the named standard) on host copies of the forward's inputs, with the call's
+    attributes. The taps change nothing: every gradient is bitwise what it is without them.
 
     Args:
         standard: ``"cann"`` (default), ``"cann-v1"`` or ``"msprobe"`` (``dual-benchmark``
@@ -992,6 +1089,18 @@ class autocompare(_Mode):
             (``save_dir/[rank<r>/]<call>/``, the backend's gradient in its ``actual/``).
         apis: patterns (fnmatch) of API or call names to judge, e.g. ``"*softmax*"``; default all.
         every: judge every N-th call of each API (1: all).
+        budget: a bound on the judging's cost instead: the CPU time spent judging stays at most
+            this fraction of the process's CPU time since the object was first entered (e.g.
+            0.02). Calls are chosen so that, over the steps, every (API, shape, dtype) the model
+            calls is judged, the least judged first; a call is judged when the time saved up
+            covers its cost (measured on its last judgement; before that, estimated from its
+            size). The calls left out are counted in ``not_judged`` as ``"budget"``.
+
+    The object may be entered again (e.g. once per step): its report, its call numbers and its
+    budget's state carry over; each call's ``step`` in the report is the entry it ran in (from 0).
+    Fused attention (``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``) holds its
+    softmax inside one call that ascendgrad does not see into: such calls are counted in
+    ``not_judged`` with the reason (:data:`FUSED_ATTENTION_REASON`).
 
     A call's saved tensors are dropped as soon as it is judged, or with its autograd graph when
     no backward reaches it (reported ``not comparable``, forward only). Calls under
@@ -1004,7 +1113,8 @@ class autocompare(_Mode):
 
     def __init__(self, standard: str = "cann", on_fail: str = "record",
                  save_dir: Optional[Union[str, os.PathLike[str]]] = None,
-                 apis: Optional[Union[str, Sequence[str]]] = None, every: int = 1) -> None:
+                 apis: Optional[Union[str, Sequence[str]]] = None, every: int = 1,
+                 budget: Optional[float] = None) -> None:
         super().__init__()
         if standard not in STANDARDS or standard == "dual-benchmark":
             raise ValueError(f"standard must be one of {', '.join(s for s in STANDARDS if s != 'dual-benchmark')}, "
@@ -1013,15 +1123,46 @@ class autocompare(_Mode):
             raise ValueError(f"on_fail must be 'record', 'warn' or 'raise', got {on_fail!r}")
         if not isinstance(every, int) or isinstance(every, bool) or every < 1:
             raise ValueError(f"every must be an int >= 1, got {every!r}")
+        if budget is not None and (not _real(budget) or not 0.0 < budget < 1.0):
+            raise ValueError(f"budget must be a fraction in (0, 1), e.g. 0.02, got {budget!r}")
+        if budget is not None and every != 1:
+            raise ValueError("budget and every choose the calls to judge each their own way: give one")
+        self.budget = budget
         self.apis = (apis,) if isinstance(apis, str) else (tuple(apis) if apis is not None else None)
         self.every = every
         self.report = AutocompareReport(standard, on_fail, None if save_dir is None else os.fspath(save_dir))
         self._seen: Counter = Counter()  # calls per API: msprobe's call numbers
         self._calls = 0  # calls of all APIs: the report's order
+        self._entries = 0  # times entered: the step of the calls made inside
+        self._judged: Counter = Counter()  # budget: judgements per (API, shape, dtype)
+        self._cpu0: Optional[float] = None  # budget: the process's CPU time at the first entry
 
     def __enter__(self) -> AutocompareReport:  # type: ignore[override]
         super().__enter__()
+        with self._lock:
+            self._entries += 1
+            if self._cpu0 is None:
+                self._cpu0 = time.process_time()
         return self.report
+
+    def _passed(self, api: str, why: str) -> None:
+        self.report._skip(api, why)
+
+    def _afford(self, key: Tuple[Any, ...], nbytes: int) -> Optional[float]:
+        """Budget: the cost to reserve when the call is to be judged now, else None."""
+        r = self.report
+        with self._lock, r._lock:
+            self._judged.setdefault(key, 0)  # (seen: it competes for the next judgement)
+            if self._judged[key] > min(self._judged.values()):
+                return None  # a (API, shape, dtype) judged fewer times goes first
+            cost = r._cost.get(key, nbytes / 2e8)  # never judged: ~0.2 GB of inputs per CPU-second
+            elapsed = time.process_time() - (self._cpu0 or 0.0)
+            spent = r._cpu + r._reserved
+            if spent + cost > self.budget * max(elapsed - r._cpu, 0.0):  # type: ignore[operator]
+                return None
+            self._judged[key] += 1
+            r._reserved += cost
+            return cost
 
     def _selected(self, api: str, name: str) -> bool:
         return self.apis is None or any(fnmatch.fnmatchcase(api, p) or fnmatch.fnmatchcase(name, p)
@@ -1045,14 +1186,24 @@ class autocompare(_Mode):
         if why:
             self.report._skip(api.name, why)
             return None
+        step = self._entries - 1
         uncovered = _uncovered(api, b)
         if uncovered:
-            self.report._add(seq, _dc.CallResult(name, None, self.report._rank_now(), str(x.dtype)[6:], list(x.shape),
+            self.report._add(seq, _dc.CallResult(name, step, self.report._rank_now(), str(x.dtype)[6:], list(x.shape),
                                                _dc.NC, f"no golden for this form: {uncovered}", {}, None))
             return None
+        key = (api.name, tuple(x.shape), str(x.dtype)[6:])
+        nbytes = sum(t.numel() * t.element_size() for t in b.values() if isinstance(t, Tensor))
+        cost = 0.0
+        if self.budget is not None:
+            reserved = self._afford(key, nbytes)
+            if reserved is None:
+                self.report._skip(api.name, "budget")
+                return None
+            cost = reserved
         saved = _saved_inputs(api, b)
         self.report._started(sum(t.numel() * t.element_size() for t in saved.values()))
-        return _Record(self.report, seq, name, api, _attrs(api, b), saved)
+        return _Record(self.report, seq, name, api, _attrs(api, b), saved, step, key, cost)
 
     def _call(self, api: Api, func: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
         b = _bind(api, args, kwargs)
