@@ -271,3 +271,96 @@ def test_figure_for_dump_check():
 
 def test_report_is_not_a_field():
     assert "_source" not in {f.name for f in dataclasses.fields(CompareReport)}
+
+
+# --------------------------------------------------------------------------------------------
+# dump-check's result, autocompare's report, ascend_backward
+
+
+def _dump_result(calls):
+    from ascendgrad.dump_check import CallResult, DumpResult
+
+    return DumpResult("cann", "<dump>", [CallResult(*c) for c in calls], 1 << 20, 0.5)
+
+
+def test_dump_result_repr_and_html():
+    worst = {"index": [2, 3], "dumped": 1.5, "golden": 0.25, "abs_err": 1.25, "rel_err": 5.0, "metric": "max_abs_error"}
+    res = _dump_result([("Functional.softmax.0", 0, 0, "float32", [4, 8], "pass", "", {"matched_ratio": 1.0}, None),
+                        ("Functional.softmax.0", 0, 1, "float32", [4, 8], "fail", "max_abs_error 1.25 > 0.01",
+                         {"matched_ratio": 0.5}, worst),
+                        ("Functional.kl_div.0", 0, 1, None, None, "not comparable", "a <statistics> dump", {}, None)])
+    text = repr(res)
+    short(text)
+    assert text.startswith("<DumpResult: FAILED under cann, 3 calls: 1 pass, 1 fail, 1 not comparable")
+    assert "first failure: Functional.softmax.0 (0/1)" in text and "(2, 3)" in text
+    page = res._repr_html_()
+    assert page.index("Functional.softmax.0") < page.index("Functional.kl_div.0")  # failures first
+    assert "ag-fail" in page and "ag-pass" in page and "ag-nc" in page
+    assert "&lt;statistics&gt;" in page and "<statistics>" not in page
+    assert "failures per step/rank and API" in page  # two ranks: the grid
+    ok = _dump_result([("Functional.softmax.0", None, None, "float32", [4], "pass", "", {}, None)])
+    assert repr(ok).startswith("<DumpResult: PASSED") and "failures per step/rank" not in ok._repr_html_()
+
+
+def test_dump_result_plots_one_call_again(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("torch")
+    from ascendgrad.dump_check import check_dump
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    import cluster_dump
+
+    res = check_dump(cluster_dump.make(str(tmp_path), 2, corrupt_rank=1))
+    fig = res.plot_call("Functional.softmax.0", step=0, rank=1)
+    assert "FAIL" in " ".join(a.get_title() for a in fig.axes).upper()
+    with pytest.raises(ValueError, match="give step= and rank="):
+        res.plot_call("Functional.softmax.0")
+    with pytest.raises(ValueError, match="0 calls"):
+        res.plot_call("Functional.nothing.0")
+    with pytest.raises(ValueError, match="not comparable"):
+        res.plot_call("Functional.kl_div.6", step=0, rank=0)
+
+
+def test_autocompare_and_ascend_backward_show_themselves(tmp_path):
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    import torch.nn.functional as F
+
+    import ascendgrad.torch as agt
+
+    lib = torch.library.Library("aten", "IMPL")
+
+    def faulty(grad_output, self, buffer):
+        r = grad_output * torch.sigmoid(-self)
+        r[0, 0] += 1.0
+        return r
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib.impl("log_sigmoid_backward", faulty, "CPU")
+    x = torch.randn(8, 16, requires_grad=True)
+    try:
+        with agt.autocompare(save_dir=tmp_path) as report:
+            with agt.ascend_backward() as route:
+                F.softmax(x, -1).pow(2).sum().backward()  # routed: ascendgrad's kernel
+                F.softmax(torch.randn(2, 3), -1)  # passed through: no grad
+            F.logsigmoid(x).sum().backward()  # PyTorch's, faulty
+    finally:
+        lib._destroy()
+    text = repr(report)
+    short(text)
+    assert text.startswith("<AutocompareReport: FAILED under cann, 2 calls: 1 pass, 1 fail")
+    assert "Functional.logsigmoid.0" in text and "worst element (0, 0)" in text
+    page = report._repr_html_()
+    assert "ag-fail" in page and "ag-pass" in page and "not judged" in page
+    r = repr(route)
+    short(r)
+    assert r.startswith("<ascend_backward: 1 calls routed through ascendgrad, 1 passed through>")
+    assert "input does not require grad" in r or "no input requires grad" in r
+    assert "<table" in route._repr_html_() and "Functional.softmax" in route._repr_html_()
+    pytest.importorskip("matplotlib")
+    fig = report.plot_call("Functional.logsigmoid.0")
+    assert len([a for a in fig.axes if a.get_label() != "<colorbar>"]) == 2
+    with pytest.raises(ValueError, match="no case folder"):
+        report.plot_call("Functional.softmax.0")

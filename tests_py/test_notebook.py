@@ -30,12 +30,19 @@ def test_quickstart_notebook_executes(tmp_path):
         for o in c.get("outputs", []):
             if "text/html" in o.get("data", {}):
                 html[c.source.strip().splitlines()[-1].split("#")[0].strip()] = o["data"]["text/html"]
-    report, bad, res, verdicts = (html.get(k, "") for k in ("report", "bad", "res", "verdicts"))
+    report, bad, res, verdicts, checked, route = (html.get(k, "") for k in ("report", "bad", "res", "verdicts",
+                                                                             "checked", "route"))
     assert "<table" in report and "PASSED" in report and "ag-pass" in report and "matched_ratio" in report
     assert "<table" in bad and "FAILED" in bad and "ag-fail" in bad and "worst elements" in bad
     assert "<table" in res and "GradcheckResult" in res and "PASSED" in res
     assert "<table" in verdicts and "CheckReport" in verdicts and "2/3 cases passed" in verdicts
     assert "case2" in verdicts and "ag-fail" in verdicts and "ag-pass" in verdicts
+    assert "<table" in checked and "autocompare" in checked and "ag-fail" in checked and "ag-pass" in checked
+    assert "Functional.logsigmoid.0" in checked and "max_abs_error" in checked
+    assert "<table" in route and "ascend_backward" in route and "Functional.softmax" in route
+    assert "<AutocompareReport: FAILED under cann, 2 calls: 1 pass, 1 fail" in str(outputs)
+    called = [o for c in nb.cells if c.source.strip().startswith("checked.plot_call(") for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in called), called
     # report.plot(): the figure, inline
     plot = [o for c in nb.cells if c.source.strip() == "bad.plot()" for o in c.get("outputs", [])]
     assert any("image/png" in o.get("data", {}) for o in plot), plot

@@ -62,7 +62,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Se
 
 import numpy as np
 
-from . import _files, judge, reference
+from . import _display, _files, judge, reference
 from .compare import DEFAULT_STANDARD, STANDARDS, CompareReport
 
 __all__ = ["DumpError", "NotComparable", "CallResult", "Prepared", "Call", "Rank", "DumpResult", "find_ranks",
@@ -764,6 +764,37 @@ class DumpResult:
         return {"calls": len(self.calls), **n, "tensor_bytes": self.nbytes, "seconds": round(self.seconds, 3),
                 "by_rank": self.by_rank()}
 
+    def __repr__(self) -> str:
+        s = self.summary()
+        word = "FAILED" if s[FAIL] else ("PASSED" if s[PASS] else "NOT JUDGED")
+        pairs = len(s["by_rank"])
+        head = (f"<DumpResult: {word} under {self.standard}, {s['calls']} calls: {s[PASS]} pass, {s[FAIL]} fail, "
+                f"{s[NC]} not comparable" + (f"; {pairs} step/rank pairs" if pairs > 1 else "") + ">")
+        first = next((c for c in self.calls if c.verdict == FAIL), None)
+        return _display.lines(head, _first_failure(first) if first else "")
+
+    def _repr_html_(self) -> str:
+        return str(_html(self, "dump-check", self.dump))
+
+    def plot_call(self, name: str, step: Any = None, rank: Any = None) -> Any:
+        """The figure of one call (:func:`ascendgrad._display.figure`: where its errors lie and
+        their histogram against the standard's threshold), the call read again from the dump and
+        judged again; ``step``/``rank`` pick it where several rank folders hold that name.
+        Raises ValueError for a call that is not in the result or cannot be judged."""
+        hits = [c for c in self.calls if c.api == name and (step is None or c.step == step) and
+                (rank is None or c.rank == rank)]
+        if len(hits) != 1:
+            raise ValueError(f"{name}: {len(hits)} calls of that name" + ("" if not hits else
+                             " (give step= and rank=)") + f" in {self.dump}")
+        c = hits[0]
+        folder = next(r for r in find_ranks(self.dump) if (r.step, r.rank) == (c.step, c.rank))
+        meta = _read_dump_json(folder)
+        call = next(k for k in _calls(folder, meta["data"], None) if k.name == name)
+        res, p, score = check_call(call, Reader(folder, meta), self.standard, want_score=True)
+        if p is None or score is None:
+            raise ValueError(f"{name}: no figure for a call that is {res.verdict}: {res.reason}")
+        return _display.figure(score, name, res.verdict, res.reason, self.standard)
+
     def to_dict(self) -> Dict[str, Any]:
         d: Dict[str, Any] = _files.strict_json({"standard": self.standard, "dump": self.dump,
                                           "calls": [c.to_dict() for c in self.calls], "summary": self.summary()})
@@ -1024,6 +1055,43 @@ def table(res: DumpResult) -> str:
     return "\n".join(lines + ([""] + notes if notes else []) + ([""] + [ranks] if ranks else []) + ["", summary])
 
 
+def _first_failure(c: CallResult) -> str:
+    w = c.worst
+    where = f"; worst {tuple(w['index'])}: {_fmt(w['dumped'])} vs golden {_fmt(w['golden'])}" if w else ""
+    return f"first failure: {c.api} ({_rank_label(c.step, c.rank)}): {c.reason}{where}"
+
+
+def _html(res: DumpResult, kind: str, where: Optional[str], extra: Sequence[str] = ()) -> Any:
+    """A result as HTML: the verdicts' counts, the calls (those that did not pass first), the rank
+    × API table of failures where there is more than one rank."""
+    D = _display
+    s = res.summary()
+    word = "FAILED" if s[FAIL] else ("PASSED" if s[PASS] else "NOT JUDGED")
+    title = D.Raw(D.verdict(FAIL if s[FAIL] else (PASS if s[PASS] else NC), word) + D.esc(
+        f" under {res.standard} · {s['calls']} calls: {s[PASS]} pass, {s[FAIL]} fail, {s[NC]} not comparable"
+        + (f" · {where}" if where else "")))
+    order = [c for c in res.calls if c.verdict == FAIL] + [c for c in res.calls if c.verdict == NC] + \
+        [c for c in res.calls if c.verdict == PASS]
+    rows = []
+    for c in order:
+        w = c.worst
+        worst = f"{tuple(w['index'])}: {_fmt(w['dumped'])} vs {_fmt(w['golden'])}" if w else "-"
+        metrics = " ".join(f"{k}={_fmt(v)}" for k, v in c.metrics.items()) or "-"
+        rows.append((c.api, _rank_label(c.step, c.rank), c.dtype or "-",
+                     "-" if c.shape is None else "[" + ",".join(map(str, c.shape)) + "]",
+                     D.verdict(c.verdict), metrics, worst, c.reason or ""))
+    blocks = [str(D.table(("call", "step/rank", "dtype", "shape", "verdict", "metrics", "worst element", "why"),
+                          rows))]
+    ranks, apis, fails = _failures(res)
+    if len(ranks) > 1:
+        cols = [a for a in apis if any(k[2] == a for k in fails)] or apis
+        grid = [[_rank_label(*sr)] + [str(fails.get((sr[0], sr[1], a), 0) or ".") for a in cols] for sr in ranks
+                if any(k[:2] == sr for k in fails)]
+        blocks.append(str(D.table(["step/rank"] + cols, grid, caption="failures per step/rank and API (failing "
+                                  f"ones: {len(grid)} of {len(ranks)})")))
+    return D.report(kind, title, blocks, notes=list(extra))
+
+
 def _rank_label(step: Any, rank: Any) -> str:
     return f"{'-' if step is None else step}/{'-' if rank is None else rank}"
 
@@ -1102,42 +1170,8 @@ def _plot_path(folder: str, res: CallResult, name: str) -> str:
 
 def _plot(path: str, name: str, p: Prepared, score: np.ndarray, res: CallResult, standard: str) -> None:
     """One PNG: the error over the tensor's two largest dims, and its histogram against the
-    standard's per-element threshold (a score of 1)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    s = np.asarray(score, dtype=np.float64)
-    if s.ndim == 0:
-        s = s.reshape(1, 1)
-    elif s.ndim == 1:
-        s = s.reshape(1, -1)
-    else:
-        keep = sorted(np.argsort(s.shape, kind="stable")[-2:])
-        other = tuple(i for i in range(s.ndim) if i not in keep)
-        s = s.max(axis=other) if other else s
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    shown = np.where(np.isinf(s), np.nan, s)
-    im = ax1.imshow(shown, aspect="auto", interpolation="nearest", cmap="viridis")
-    bad = np.argwhere(np.isinf(s))
-    if bad.size:
-        ax1.scatter(bad[:, 1], bad[:, 0], marker="x", color="red", s=20, label="NaN/inf mismatch")
-        ax1.legend(loc="upper right", fontsize=7)
-    fig.colorbar(im, ax=ax1, label="error / per-element tolerance")
-    ax1.set_title(f"{name}: error over dims of the two largest sizes", fontsize=9)
-    flat = np.asarray(score, dtype=np.float64).reshape(-1)
-    finite = flat[np.isfinite(flat) & (flat > 0)]
-    if finite.size:
-        ax2.hist(np.log10(finite), bins=60, color="tab:blue")
-    ax2.axvline(0.0, color="red", linestyle="--", label=f"{standard} threshold")
-    ax2.set_xlabel("log10(error / per-element tolerance)")
-    ax2.set_ylabel("elements")
-    ax2.set_title(f"{res.verdict}: {res.reason[:70]}", fontsize=8)
-    ax2.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    standard's per-element threshold (a score of 1): :func:`ascendgrad._display.figure`."""
+    _display.figure(score, name, res.verdict, res.reason, standard).savefig(path, dpi=80)
 
 
 # --------------------------------------------------------------------------------------------

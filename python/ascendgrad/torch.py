@@ -49,7 +49,7 @@ except ImportError as _e:  # pragma: no cover - exercised by a test in an enviro
 
 import numpy as np
 
-from . import _files, _ops, judge, reference
+from . import _display, _files, _ops, judge, reference
 from . import dump_check as _dc
 from . import golden as _golden
 from ._interop import asarray
@@ -646,6 +646,25 @@ class ascend_backward(_Mode):
         with self._lock:
             return {k: dict(v) for k, v in self._counts.items()}
 
+    def __repr__(self) -> str:
+        counts = self.counts
+        routed = sum(c.get("routed", 0) for c in counts.values())
+        passed = sum(n for c in counts.values() for why, n in c.items() if why != "routed")
+        why: Counter = Counter()
+        for c in counts.values():
+            why.update({k: n for k, n in c.items() if k != "routed"})
+        top = "; ".join(f"{n} {k}" for k, n in why.most_common(2))
+        return _display.lines(f"<ascend_backward: {routed} calls routed through ascendgrad, {passed} passed through>",
+                              f"passed through: {top}" if top else "")
+
+    def _repr_html_(self) -> str:
+        D = _display
+        rows = [(api, c.get("routed", 0), "; ".join(f"{n} {why}" for why, n in sorted(c.items()) if why != "routed")
+                 or "-") for api, c in sorted(self.counts.items())]
+        routed = sum(r[1] for r in rows)
+        return str(D.report("ascend_backward", f"{routed} calls routed through ascendgrad",
+                            [str(D.table(("api", "routed", "passed through (why)"), rows))]))
+
     def summary(self) -> str:
         """A table: per API, calls routed through ascendgrad and calls passed through, by reason."""
         rows = [("api", "routed", "passed through (why)")]
@@ -895,6 +914,41 @@ class AutocompareReport:
             out._saved_cases += part["saved_cases"]
         out._rank = rank
         return out
+
+    def __repr__(self) -> str:
+        r = self._result()
+        s = r.summary()
+        word = "FAILED" if s["fail"] else ("PASSED" if s["pass"] else "NOTHING JUDGED")
+        skipped = sum(n for c in self.not_judged.values() for n in c.values())
+        pairs = len(s["by_rank"])
+        head = (f"<AutocompareReport: {word} under {self.standard}, {s['calls']} calls: {s['pass']} pass, "
+                f"{s['fail']} fail, {s['not comparable']} not comparable; {skipped} not judged"
+                + (f"; {pairs} step/rank pairs" if pairs > 1 else "") + ">")
+        first = next((c for c in r.calls if c.verdict == _dc.FAIL), None)
+        return _display.lines(head, _describe(first) if first else "")
+
+    def _repr_html_(self) -> str:
+        nj = self.not_judged
+        notes = ["not judged: " + "; ".join(f"{api}: " + ", ".join(f"{n} {why}" for why, n in sorted(c.items()))
+                                            for api, c in sorted(nj.items()))] if nj else []
+        return str(_dc._html(self._result(), "autocompare", None, notes))
+
+    def plot_call(self, name: str, rank: Any = None) -> Any:
+        """The figure of one failed call (where its errors lie, their histogram against the
+        standard's threshold: :func:`ascendgrad._display.figure`), from its case folder under
+        ``save_dir``: the golden recomputed from the saved inputs (cross entropy's log_prob as saved,
+        in the call's dtype). ValueError where no folder was saved for it."""
+        root = self.save_dir
+        rank = self._rank_now() if rank is None else rank
+        folder = None if root is None else os.path.join(root, *([f"rank{rank}"] if rank is not None else []), name)
+        if folder is None or not os.path.isdir(folder):
+            raise ValueError(f"{name}: no case folder of it (autocompare(save_dir=...) keeps one per failed call)")
+        case = _golden.load_case(folder)
+        actual = next(iter(_golden.load_case(os.path.join(folder, "actual")).outputs.values()))
+        rep, _, score = judge.judge_op(case.op, case.inputs, case.attrs, actual, standard=self.standard,
+                                       want_score=True)
+        verdict = "pass" if rep.passed else "fail"
+        return _display.figure(score, name, verdict, "; ".join(rep.reasons), self.standard)
 
     def summary(self) -> str:
         """The calls as dump-check prints them (with more than one rank, the rank × API table of
