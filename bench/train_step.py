@@ -1,9 +1,9 @@
 """The cost of ascendgrad.torch in a training step: the tests' model (tests_py/torch_model.py) trained
 plain, under ascend_backward, and under autocompare with every=1 and every=10, side by side in one
 run (one step of each in turn, medians over the rounds), in float32 and bfloat16; then
-autocompare(budget=0.02) entered once per step over --budget-steps consecutive steps against as many
-plain ones (a budget is a share of the process's CPU time: interleaved with other configurations it
-would be handed their time too), with how many of the model's (API, shape, dtype) it judged.
+autocompare(budget=0.02) entered once per step over --budget-steps steps, each after a plain one
+(the budget is a share of the CPU time inside its own entries), with how many of the model's (API,
+shape, dtype) it judged.
 
     python bench/train_step.py [--size realistic|tiny|both] [--steps N] [--record bench/RESULTS.md]
 
@@ -77,20 +77,21 @@ def run(size: str, dtype: torch.dtype, steps: int, budget_steps: int) -> dict:
 
 
 def run_budget(model, opt, data, steps: int):
-    """autocompare(budget=0.02) entered per step for `steps` steps, after as many plain ones: the
-    mean step time under it scaled by the plain steps' (so the median column compares), and
-    (keys judged, keys seen)."""
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        tm.step(model, opt, data)
-    plain = (time.perf_counter() - t0) / steps
+    """autocompare(budget=0.02) entered per step for `steps` steps, each after a plain step: the
+    total time under it over the plain steps' (the whole run's cost, the last verdicts included),
+    and (keys judged, keys seen)."""
     ac = agt.autocompare(budget=0.02)
-    t0 = time.perf_counter()
+    plain = under = 0.0
     for _ in range(steps):
+        t0 = time.perf_counter()
+        tm.step(model, opt, data)
+        t1 = time.perf_counter()
         with ac as report:
             tm.step(model, opt, data)
-    report.pending  # the verdicts of the last step: part of its cost
-    under = (time.perf_counter() - t0) / steps
+        plain, under = plain + t1 - t0, under + time.perf_counter() - t1
+    t0 = time.perf_counter()
+    report.pending  # the verdicts of the last step: part of the cost
+    under += time.perf_counter() - t0
     assert not report.failed, report.summary()
     keys = ac._judged
     return under / plain, (sum(1 for v in keys.values() if v), len(keys))

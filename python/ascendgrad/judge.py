@@ -28,7 +28,9 @@ errors, MERE, cosine) equal within 1e-9 relative (they are added in another orde
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
@@ -41,7 +43,7 @@ from .compare import (CRITERIA, DEFAULT_STANDARD, LIMIT_ULPS, STANDARDS, ULP_EDG
                       Mismatch, _compare_scored, _float_dtype, _f64, ulp_distance)
 
 __all__ = ["compare_arrays", "judge_op", "golden", "map_reference", "softshrink_golden", "LogSoftmaxRows",
-           "SLICE"]
+           "SLICE", "limit_threads"]
 
 #: Elements per slice, the unit of the golden's and the metrics' work and of their merge order.
 SLICE = 1 << 20
@@ -146,10 +148,28 @@ def _reference_slices(op: str, inputs: Dict[str, Any], attrs: Dict[str, Any], ou
     yield Ellipsis, lambda a: a, kw
 
 
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def limit_threads(n: int) -> Iterator[None]:
+    """Judging on the calling thread uses at most ``n`` threads while the context lasts (the
+    kernels it runs included): a caller judging beside other work (``autocompare`` beside the
+    training step) leaves the cores to it. Thread-local; nestable."""
+    before = getattr(_local, "threads", None)
+    _local.threads = max(1, int(n))
+    _core.set_thread_num_threads(_local.threads)
+    try:
+        yield
+    finally:
+        _local.threads = before
+        _core.set_thread_num_threads(before or 0)
+
+
 def _map(fn: Callable[[Any], _T], jobs: Iterator[Any], n: int) -> Iterator[_T]:
     """fn over the jobs in order, on ascendgrad's threads when there is more than one slice (each
     running its kernels on itself alone: no OpenMP team per thread)."""
-    threads = max(1, _ops.get_num_threads())
+    threads = max(1, getattr(_local, "threads", None) or _ops.get_num_threads())
     if n <= SLICE or threads == 1:
         yield from map(fn, jobs)
         return

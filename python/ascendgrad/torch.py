@@ -752,6 +752,8 @@ class _Record:
         self.report, self.seq, self.name, self.api, self.attrs = report, seq, name, api, attrs
         self.step, self.key, self.cost = step, key, cost  # cost: the CPU seconds reserved for it (budget)
         self.saved: Optional[Dict[str, Tensor]] = saved
+        self.versions = {k: t._version for k, t in saved.items() if t.device.type == "cpu" and
+                         k in _KEPT_BY_AUTOGRAD.get(api.op, ())}
         x = saved["input"]
         self.dtype, self.shape = str(x.dtype)[6:], list(x.shape)
         self.g: Optional[Tensor] = None
@@ -782,6 +784,18 @@ class _Record:
         self._finalizer.detach()
         g, gz, self.g, self.gz = self.g, self.gz, None, None
         self.report._backward_ran(self, saved, gx, g, gz)
+
+
+def _background() -> None:
+    """This thread (a judging thread beside the step) yields to the step's threads: a lower
+    scheduling priority where the OS has one per thread (Linux), once."""
+    if getattr(_local, "background", False):
+        return
+    _local.background = True
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):  # not Linux, or not allowed: the same results, later
+        pass
 
 
 _GLOO: Dict[Any, Any] = {}
@@ -992,10 +1006,12 @@ class AutocompareReport:
             self._rank = torch.distributed.get_rank()
         return self._rank
 
-    def _started(self, nbytes: int) -> None:
+    def _started(self, nbytes: int, cpu: float) -> None:
+        """A call to judge: its inputs' host copies made (their CPU time is the judging's)."""
         with self._lock:
             self._pending += 1
             self._bytes += nbytes
+            self._cpu += cpu
 
     def _forward_only(self, seq: int, name: str, dtype: str, shape: List[int], step: int, cost: float) -> None:
         with self._lock:
@@ -1016,7 +1032,10 @@ class AutocompareReport:
         if self.on_fail != "record" or gx.numel() < _BESIDE:
             self._judge(rec, saved, gx, g, gz)
             return
+        c0 = time.process_time()
         gx, g, gz = (None if t is None else t.detach().to("cpu", copy=True) for t in (gx, g, gz))
+        with self._lock:
+            self._cpu += time.process_time() - c0
         self._slots.acquire()
         with self._lock:
             if self._pool is None:
@@ -1028,20 +1047,26 @@ class AutocompareReport:
 
     def _judge_beside(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
                       gz: Optional[Tensor]) -> None:
+        _background()
         try:
-            self._judge(rec, saved, gx, g, gz)
+            with judge.limit_threads(1):  # one core each: the step keeps the others
+                self._judge(rec, saved, gx, g, gz)
         finally:
             self._slots.release()
 
     def _judge(self, rec: _Record, saved: Dict[str, Tensor], gx: Tensor, g: Optional[Tensor],
                gz: Optional[Tensor]) -> None:
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, th0 = time.perf_counter(), time.process_time(), time.thread_time()
         call = _dc.Call(rec.name, rec.api.name, _dc.Rank("", rec.step, self._rank_now()), None, None)
         actual = asarray(_host(gx))
         case: Callable[[], Dict[str, np.ndarray]] = dict
         p: Union[_dc.Prepared, _dc.NotComparable]
+        changed = _changed(saved, rec.versions)
         if g is None:
             p = _dc.NotComparable("no upstream gradient reached the call's output")
+        elif changed:
+            p = _dc.NotComparable(f"{', '.join(changed)} changed in place after the call: its values at the call "
+                                  f"are gone")
         else:
             try:
                 p, case = _golden_of(rec.api, rec.attrs, saved, _host(g), None if gz is None else _host(gz), actual)
@@ -1054,9 +1079,9 @@ class AutocompareReport:
             self._save(rec, p, case, actual)
         with self._lock:
             self._seconds += time.perf_counter() - t0
-            # the process's CPU time while it ran (what the step's threads did meanwhile too, when
-            # judged beside the step: an upper bound, the safe side of a budget)
-            cpu = time.process_time() - c0
+            # beside the step it runs on this thread alone (limit_threads(1)): this thread's CPU
+            # time; in the hook, on ascendgrad's threads while the step waits: the process's
+            cpu = time.thread_time() - th0 if getattr(_local, "background", False) else time.process_time() - c0
             self._cpu += cpu
             self._reserved -= rec.cost
             self._cost[rec.key] = cpu
@@ -1094,11 +1119,32 @@ def _describe(res: _dc.CallResult) -> str:
     return f"{res.api} ({res.dtype} {res.shape}): gradient fails: {res.reason}{where}"
 
 
+# The inputs whose values at the call autograd itself keeps for the backward (it refuses a backward
+# after an in-place change): a CPU tensor among them is kept as it is, not copied. kl_div's
+# gradient does not read its input's values at all (only its shape).
+_KEPT_BY_AUTOGRAD = {"log_sigmoid_backward": ("input",), "softshrink_backward": ("input",),
+                     "kl_div_backward": ("input", "target")}
+
+
 def _saved_inputs(api: Api, b: Dict[str, Any]) -> Dict[str, Tensor]:
-    """Host copies of what the golden needs (copies: the model may change its tensors later)."""
+    """What the golden needs, as the call saw it: host copies (the model may change its tensors
+    later), but the CPU tensors autograd keeps itself (:data:`_KEPT_BY_AUTOGRAD`), which stay as
+    they are; their versions are checked when the call is judged."""
     names = ("input",) if api.op in ("softmax_backward", "log_sigmoid_backward", "softshrink_backward") else \
         ("input", "target", "weight")
-    return {k: b[k].detach().to("cpu", copy=True) for k in names if isinstance(b.get(k), Tensor)}
+    kept = _KEPT_BY_AUTOGRAD.get(api.op, ())
+    out = {}
+    for k in names:
+        t = b.get(k)
+        if isinstance(t, Tensor):
+            t = t.detach()
+            out[k] = t if k in kept and t.device.type == "cpu" else t.to("cpu", copy=True)
+    return out
+
+
+def _changed(saved: Dict[str, Tensor], versions: Dict[str, int]) -> List[str]:
+    """The inputs kept as they are that changed in place since the call."""
+    return [k for k, v in versions.items() if saved[k]._version != v]
 
 
 def _attrs(api: Api, b: Dict[str, Any]) -> Dict[str, Any]:
@@ -1144,8 +1190,7 @@ class autocompare(_Mode):
         apis: patterns (fnmatch) of API or call names to judge, e.g. ``"*softmax*"``; default all.
         every: judge every N-th call of each API (1: all).
         budget: a bound on the judging's cost instead: the CPU time spent judging stays at most
-            this fraction of the process's CPU time since the object was first entered (e.g.
-            0.02). Calls are chosen so that, over the steps, every (API, shape, dtype) the model
+            this fraction of the CPU time of the steps it was entered around (e.g. 0.02). Calls are chosen so that, over the steps, every (API, shape, dtype) the model
             calls is judged, the least judged first; a call is judged when the time saved up
             covers its cost (measured on its last judgement; before that, estimated from its
             size). The calls left out are counted in ``not_judged`` as ``"budget"``.
@@ -1189,15 +1234,22 @@ class autocompare(_Mode):
         self._calls = 0  # calls of all APIs: the report's order
         self._entries = 0  # times entered: the step of the calls made inside
         self._judged: Counter = Counter()  # budget: judgements per (API, shape, dtype)
-        self._cpu0: Optional[float] = None  # budget: the process's CPU time at the first entry
+        self._inside = 0.0  # budget: the process's CPU time inside the entries before this one
+        self._entered: Optional[float] = None  # ... and when this one began (None: outside)
 
     def __enter__(self) -> AutocompareReport:  # type: ignore[override]
         super().__enter__()
         with self._lock:
             self._entries += 1
-            if self._cpu0 is None:
-                self._cpu0 = time.process_time()
+            self._entered = time.process_time()
         return self.report
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._lock:
+            if self._entered is not None:
+                self._inside += time.process_time() - self._entered
+                self._entered = None
+        super().__exit__(*exc)
 
     def _passed(self, api: str, why: str) -> None:
         self.report._skip(api, why)
@@ -1209,8 +1261,9 @@ class autocompare(_Mode):
             self._judged.setdefault(key, 0)  # (seen: it competes for the next judgement)
             if self._judged[key] > min(self._judged.values()):
                 return None  # a (API, shape, dtype) judged fewer times goes first
-            cost = r._cost.get(key, nbytes / 2e8)  # never judged: ~0.2 GB of inputs per CPU-second
-            elapsed = time.process_time() - (self._cpu0 or 0.0)
+            cost = r._cost.get(key, nbytes / 5e8)  # never judged: the judge's ~1 GB/s, copies and all, halved
+            # the steps' CPU time: inside the entries, this one so far (the judging's taken out)
+            elapsed = self._inside + (time.process_time() - self._entered if self._entered is not None else 0.0)
             spent = r._cpu + r._reserved
             if spent + cost > self.budget * max(elapsed - r._cpu, 0.0):  # type: ignore[operator]
                 return None
@@ -1255,8 +1308,9 @@ class autocompare(_Mode):
                 self.report._skip(api.name, "budget")
                 return None
             cost = reserved
+        c0 = time.process_time()
         saved = _saved_inputs(api, b)
-        self.report._started(sum(t.numel() * t.element_size() for t in saved.values()))
+        self.report._started(sum(t.numel() * t.element_size() for t in saved.values()), time.process_time() - c0)
         return _Record(self.report, seq, name, api, _attrs(api, b), saved, step, key, cost)
 
     def _call(self, api: Api, func: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
