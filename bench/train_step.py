@@ -102,7 +102,7 @@ def markdown(rows: list, threads: int) -> str:
     out = [f"{cpu_model()}, {threads} threads (torch {torch.__version__}, ascendgrad {ascendgrad.__version__}); "
            f"medians of {rows[0]['steps']} interleaved steps per configuration. Targets at the realistic size: "
            f"ascend_backward <= 1.1x the plain step, autocompare(every=1) <= 1.5x, budget=0.02 <= 1.03x "
-           f"(over {rows[0]['budget_steps']} consecutive steps against as many plain ones).", "",
+           f"(over {rows[0]['budget_steps']} steps, each after a plain one).", "",
            "| size | dtype | plain | ascend_backward | autocompare every=1 | every=10 | budget=0.02 (judged keys) "
            "| judging (every=1, all threads) |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -87,7 +87,16 @@ def test_jobs_and_scheduler_agree_and_only_rank_5_fails(dump, tmp_path):
     assert len(first) == 1 and first[0].startswith(f"first failure of 0/{BAD}: {failed[0]['api']}: "), first
 
 
-def test_a_killed_dask_worker_loses_no_call(dump, serial):
+@pytest.fixture
+def environ():
+    """os.environ as it was, after the test: a LocalCluster sets its workers' variables here."""
+    before = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(before)
+
+
+def test_a_killed_dask_worker_loses_no_call(dump, serial, environ):
     import dask
     from distributed import Client, LocalCluster
 
@@ -143,6 +152,12 @@ def test_plots_with_jobs(dump, serial, tmp_path):
         assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     listed = [line[len("plot: "):] for line in r.stdout.splitlines() if line.startswith("plot: ")]
     assert sorted(os.path.basename(p) for p in listed) == sorted(want | {"ranks.png"})
+
+
+def test_a_local_cluster_leaves_the_environment_as_it_was(dump):
+    before = dict(os.environ)
+    dump_check.check_dump(dump, scheduler="local:1", api="Functional.softmax.0")
+    assert dict(os.environ) == before
 
 
 def test_check_dump_jobs_1_equals_jobs_2(dump, serial):
