@@ -66,7 +66,8 @@ from . import _display, _files, judge, reference
 from .compare import DEFAULT_STANDARD, STANDARDS, CompareReport
 
 __all__ = ["DumpError", "NotComparable", "CallResult", "Prepared", "Call", "Rank", "DumpResult", "find_ranks",
-           "check_dump", "check_call", "judge_prepared", "run_task", "table", "rank_table", "plot_ranks", "main"]
+           "check_dump", "check_call", "judge_prepared", "run_task", "table", "rank_table", "plot_ranks", "result_html",
+           "main"]
 
 PASS, FAIL, NC = "pass", "fail", "not comparable"
 
@@ -774,7 +775,7 @@ class DumpResult:
         return _display.lines(head, _first_failure(first) if first else "")
 
     def _repr_html_(self) -> str:
-        return str(_html(self, "dump-check", self.dump))
+        return str(result_html(self, "dump-check", self.dump))
 
     def plot_call(self, name: str, step: Any = None, rank: Any = None) -> Any:
         """The figure of one call (:func:`ascendgrad._display.figure`: where its errors lie and
@@ -1083,9 +1084,11 @@ def _first_failure(c: CallResult) -> str:
     return f"first failure: {c.api} ({_rank_label(c.step, c.rank)}): {c.reason}{where}"
 
 
-def _html(res: DumpResult, kind: str, where: Optional[str], extra: Sequence[str] = ()) -> Any:
-    """A result as HTML: the verdicts' counts, the calls (those that did not pass first), the rank
-    × API table of failures where there is more than one rank."""
+def result_html(res: DumpResult, kind: str, where: Optional[str], extra: Sequence[str] = ()) -> Any:
+    """A result as HTML (a notebook's display of :class:`DumpResult` and of autocompare's report):
+    the verdicts' counts, the calls (those that did not pass first), the step/rank × API table of
+    failures where there is more than one rank; ``kind`` and ``where`` title it, ``extra`` are
+    notes below."""
     D = _display
     s = res.summary()
     word = "FAILED" if s[FAIL] else ("PASSED" if s[PASS] else "NOT JUDGED")

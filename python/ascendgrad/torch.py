@@ -945,7 +945,7 @@ class AutocompareReport:
         nj = self.not_judged
         notes = ["not judged: " + "; ".join(f"{api}: " + ", ".join(f"{n} {why}" for why, n in sorted(c.items()))
                                             for api, c in sorted(nj.items()))] if nj else []
-        return str(_dc._html(self._result(), "autocompare", None, notes))
+        return str(_dc.result_html(self._result(), "autocompare", None, notes))
 
     def plot_call(self, name: str, rank: Any = None) -> Any:
         """The figure of one failed call (where its errors lie, their histogram against the
