@@ -21,7 +21,7 @@ ascendgradJudgeParams cann_f32(int worst, double *ws, int64_t *wi) {
     p.score = 0;
     p.equalNan = 1;
     p.rtol = std::ldexp(1.0, -10), p.atol = std::ldexp(1.0, -16), p.maxAbs = 0.01, p.limitUlps = 32;
-    p.v1Mare = 1, p.msFirst = 0.001, p.msT1 = 0.001, p.msT2 = 0.0001;
+    p.v1Mare = 1, p.msT1 = 0.001, p.msT2 = 0.0001;
     p.worst = worst, p.worstScore = ws, p.worstIndex = wi;
     return p;
 }

@@ -32,7 +32,7 @@ extern "C" int ascendgradJudgeMetrics(const void *actual, aclDataType dtype, con
     p.score = k::Score(params->score);
     p.equal_nan = params->equalNan != 0, p.ulp = params->ulp != 0;
     p.rtol = params->rtol, p.atol = params->atol, p.max_abs = params->maxAbs, p.limit_ulps = params->limitUlps;
-    p.v1_mare = params->v1Mare, p.ms_eps = params->msEps, p.ms_first = params->msFirst;
+    p.v1_mare = params->v1Mare, p.ms_eps = params->msEps;
     p.ms_t1 = params->msT1, p.ms_t2 = params->msT2, p.worst = std::max(params->worst, 0);
     p.score_out = params->scoreOut;
     const k::JudgeStats s = n > 0 ? k::judge_metrics(v, golden, p) : k::JudgeStats{};

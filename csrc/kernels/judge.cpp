@@ -83,7 +83,7 @@ inline double score_of(double err, double ag, const JudgeParams &p) {
     } else if constexpr (K == Score::CannV1) {
         return err / (ag + 1e-7) / p.v1_mare;
     } else {
-        return err / (ag + p.ms_eps) / p.ms_first;
+        return err / (ag + p.ms_eps) / p.ms_t1;
     }
 }
 

@@ -20,7 +20,7 @@ struct JudgeParams {
     double rtol = 0, atol = 0, max_abs = 0;  // cann
     int limit_ulps = 32;                     // cann: the max-abs limit is max(max_abs, 32 ULP)
     double v1_mare = 1;                      // cann-v1: score = rel / mare threshold
-    double ms_eps = 0, ms_first = 0.01, ms_t1 = 0.01, ms_t2 = 0.001;  // msprobe
+    double ms_eps = 0, ms_t1 = 0.01, ms_t2 = 0.001;  // msprobe (its score: relative error / t1)
     int worst = 0;                           // the top-k elements by score
     double *score_out = nullptr;             // when set: every element's score (n doubles)
 };

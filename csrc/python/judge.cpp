@@ -10,7 +10,7 @@ void bind_judge(py::module_ &m) {
         "judge_metrics",
         [](const py::array &actual, const py::array_t<double, py::array::c_style | py::array::forcecast> &golden,
            const py::dtype &compare_dtype, const std::string &score, bool equal_nan, bool ulp, double rtol,
-           double atol, double max_abs, int limit_ulps, double v1_mare, double ms_eps, double ms_first,
+           double atol, double max_abs, int limit_ulps, double v1_mare, double ms_eps,
            double ms_t1, double ms_t2, int worst, py::object score_out) {
             if (!(actual.flags() & py::array::c_style)) throw py::value_error("actual must be C-contiguous");
             if (actual.size() != golden.size()) throw py::value_error("actual and golden differ in size");
@@ -18,7 +18,7 @@ void bind_judge(py::module_ &m) {
             p.compareDtype = acl_dtype(compare_dtype);
             p.score = score == "cann" ? 0 : score == "cann-v1" ? 1 : score == "msprobe" ? 2 : -1;
             p.equalNan = equal_nan, p.ulp = ulp, p.rtol = rtol, p.atol = atol, p.maxAbs = max_abs;
-            p.limitUlps = limit_ulps, p.v1Mare = v1_mare, p.msEps = ms_eps, p.msFirst = ms_first;
+            p.limitUlps = limit_ulps, p.v1Mare = v1_mare, p.msEps = ms_eps;
             p.msT1 = ms_t1, p.msT2 = ms_t2, p.worst = std::max(worst, 0);
             std::vector<double> wscore(size_t(p.worst) + 1);
             std::vector<int64_t> windex(size_t(p.worst) + 1);
@@ -54,7 +54,7 @@ void bind_judge(py::module_ &m) {
         },
         py::arg("actual"), py::arg("golden"), py::arg("compare_dtype"), py::arg("score"), py::arg("equal_nan"),
         py::arg("ulp"), py::arg("rtol"), py::arg("atol"), py::arg("max_abs"), py::arg("limit_ulps"),
-        py::arg("v1_mare"), py::arg("ms_eps"), py::arg("ms_first"), py::arg("ms_t1"), py::arg("ms_t2"),
+        py::arg("v1_mare"), py::arg("ms_eps"), py::arg("ms_t1"), py::arg("ms_t2"),
         py::arg("worst"), py::arg("score_out") = py::none(),
         "One pass of the judge over a slice (private: ascendgrad.judge merges the slices).");
 }

@@ -316,13 +316,18 @@ class Prepared:
         """The float64 input gradient (computed on first use, by slices; softshrink's nearest-λ
         rule against the recorded gradient, as :func:`ascendgrad.judge.softshrink_golden`)."""
         if self._golden is None:
-            attrs = {k: v for k, v in self.params.items() if k != "lse_square_scale_for_zloss" or v}
+            attrs = self.attrs
             if self.op == "softshrink_backward":
                 self._golden = judge.softshrink_golden(self.gold_inputs["grad_output"], self.gold_inputs["x"],
                                                        attrs["lambd"], self.dumped)
             else:
                 self._golden = judge.golden(self.op, self.gold_inputs, attrs, self.input_shape)
         return self._golden
+
+    @property
+    def attrs(self) -> Dict[str, Any]:
+        """The golden's attributes, the parameters (a z-loss scale only where it is not 0)."""
+        return {k: v for k, v in self.params.items() if k != "lse_square_scale_for_zloss" or v}
 
 
 def _dim(dim: Any, ndim: int, api: str) -> int:
@@ -702,10 +707,9 @@ def judge_prepared(call: Call, p: Union[Prepared, NotComparable], standard: str,
                f"{list(p.input_shape)}")
         hint = _internal_match(p, standard)
         return CallResult(call.name, step, rank, dt, shape, NC, why + ("; " + hint if hint else ""), {}, None), p, None
-    attrs = {k: v for k, v in p.params.items() if k != "lse_square_scale_for_zloss" or v}
     try:
         with np.errstate(all="ignore"):
-            report, _, score = judge.judge_op(p.op, p.gold_inputs, attrs, p.dumped, standard=standard, worst=1,
+            report, _, score = judge.judge_op(p.op, p.gold_inputs, p.attrs, p.dumped, standard=standard, worst=1,
                                               want_score=want_score)
     except ValueError as e:  # the reference refuses the call's arguments
         return CallResult(call.name, step, rank, dt, shape, NC, f"{call.name}: {e}", {}, None), p, None

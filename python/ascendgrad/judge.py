@@ -230,7 +230,7 @@ def _softshrink_pick(g: NDArray[np.float64], alt: NDArray[np.float64], d: NDArra
 
 
 def _lambd_in(x: Any, lambd: float) -> float:
-    return float(np.asarray(lambd, dtype=np.float64).astype(np.asarray(x[:0] if np.ndim(x) else x).dtype))
+    return float(np.asarray(lambd, dtype=np.float64).astype(np.asarray(x).dtype))
 
 
 def softshrink_golden(g: ArrayLike, x: ArrayLike, lambd: float, actual: Optional[ArrayLike]) -> NDArray[np.float64]:
@@ -282,8 +282,8 @@ class _Setup:
         self.worst = worst
         self.kw = dict(compare_dtype=dt, score=standard, equal_nan=equal_nan, ulp=ulp, rtol=self.crit.rtol,
                        atol=self.crit.atol, max_abs=self.crit.max_abs, limit_ulps=LIMIT_ULPS,
-                       v1_mare=self.th.get("mare", 1.0), ms_eps=self.th.get("eps", 0.0), ms_first=t1,
-                       ms_t1=t1, ms_t2=t2, worst=worst)
+                       v1_mare=self.th.get("mare", 1.0), ms_eps=self.th.get("eps", 0.0), ms_t1=t1, ms_t2=t2,
+                       worst=worst)
 
 
 _SUMS = ("n", "finite", "nan_bad", "inf_bad", "beyond", "nonzero", "sum_err", "sum_rel", "v1_sum", "ms_below1",

@@ -46,7 +46,7 @@ typedef struct ascendgradJudgeParams {
     int score, equalNan, ulp; /* ulp: the ULP histogram and maximum (costs a third more) */
     double rtol, atol, maxAbs;
     int limitUlps;
-    double v1Mare, msEps, msFirst, msT1, msT2;
+    double v1Mare, msEps, msT1, msT2; /* msprobe's score: its relative error / msT1 */
     int worst;
     double *worstScore;
     int64_t *worstIndex;
